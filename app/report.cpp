@@ -1,0 +1,162 @@
+#include "app/report.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/error.h"
+#include "sim/ir/validate.h"
+
+namespace tpusim {
+namespace {
+
+std::string origin_name(Origin o) { return o == Origin::pallas ? "pallas" : "xla"; }
+
+std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
+  std::vector<int64_t> g(grid.size());
+  for (int d = static_cast<int>(grid.size()) - 1; d >= 0; --d) {
+    g[d] = flat % grid[d];
+    flat /= grid[d];
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string summary_text(const RunResult& r, const ChipSpec& chip) {
+  std::string out;
+  const double tflops = r.time_s > 0 ? r.flops / r.time_s / 1e12 : 0;
+  out += fmt::format("chip {}  time {:.4f} ms  ({} cycles at {:.3g} GHz)\n", r.chip, r.time_s * 1e3,
+                     r.cycles, chip.clock_hz / 1e9);
+  out += fmt::format("flops {:.4g}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s peak\n",
+                     static_cast<double>(r.flops), tflops, 100 * tflops * 1e12 / chip.peak_bf16_flops,
+                     chip.peak_bf16_flops / 1e12);
+  out += fmt::format("HBM {} read, {} written  ->  {:.1f} GB/s ({:.1f}% of {:.0f} GB/s)\n",
+                     format_bytes(r.hbm_read_bytes), format_bytes(r.hbm_write_bytes),
+                     r.hbm_bytes() / r.time_s / 1e9, 100 * r.hbm_bytes() / r.time_s / chip.hbm_bytes_per_s,
+                     chip.hbm_bytes_per_s / 1e9);
+  out += "TensorCore 0 time:";
+  for (int c = 0; c < kNumCauses; ++c)
+    if (r.time[c] > 0)
+      out += fmt::format("  {} {:.1f}%", name(static_cast<Cause>(c)), 100.0 * r.time[c] / r.cycles);
+  out += "\nunit busy:";
+  for (size_t u = 0; u < r.units.size(); ++u)
+    if (r.unit_busy[u] > 0)
+      out += fmt::format("  {} {:.1f}%", r.units[u].name, 100.0 * r.unit_busy[u] / r.cycles);
+  out += "\n";
+  for (const KernelStats& k : r.kernels)
+    out += fmt::format("kernel {} [{}] grid {} x{}: VMEM {} of {} ({:.1f}%)\n", k.name,
+                       origin_name(k.origin), fmt::join(k.grid, "x"), k.calls,
+                       format_bytes(k.vmem.total_bytes), format_bytes(k.vmem_limit_bytes),
+                       100.0 * k.vmem.total_bytes / k.vmem_limit_bytes);
+  return out;
+}
+
+nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config) {
+  using nlohmann::json;
+  json j;
+  j["config"] = config;
+  j["chip"] = r.chip;
+  j["time_s"] = r.time_s;
+  j["cycles"] = r.cycles;
+  j["clock_hz"] = r.clock_hz;
+  j["flops"] = r.flops;
+  j["mxu_pass_flops"] = r.mxu_pass_flops;
+  j["tflops_per_s"] = r.time_s > 0 ? r.flops / r.time_s / 1e12 : 0.0;
+  j["mxu_utilization"] = r.time_s > 0 ? r.flops / r.time_s / chip.peak_bf16_flops : 0.0;
+  j["hbm_bytes"] = r.hbm_bytes();
+  j["hbm_read_bytes"] = r.hbm_read_bytes;
+  j["hbm_write_bytes"] = r.hbm_write_bytes;
+  j["vmem_peak_bytes"] = r.vmem_peak_bytes;
+  json busy = json::object();
+  for (size_t u = 0; u < r.units.size(); ++u) busy[r.units[u].name] = chip.cycles_to_s(r.unit_busy[u]);
+  j["busy_s"] = busy;
+  json stall = json::object();
+  for (int c = 0; c < kNumCauses; ++c)
+    if (static_cast<Cause>(c) != Cause::busy)
+      stall[std::string(name(static_cast<Cause>(c)))] = chip.cycles_to_s(r.time[c]);
+  j["stall_s"] = stall;
+  j["core_busy_s"] = chip.cycles_to_s(r.time[static_cast<int>(Cause::busy)]);
+  json kernels = json::array();
+  for (const KernelStats& k : r.kernels) {
+    json kj;
+    kj["name"] = k.name;
+    kj["origin"] = origin_name(k.origin);
+    kj["grid"] = k.grid;
+    kj["calls"] = k.calls;
+    kj["time_s"] = chip.cycles_to_s(k.cycles);
+    kj["flops"] = k.flops;
+    kj["mxu_pass_flops"] = k.mxu_pass_flops;
+    kj["hbm_read_bytes"] = k.hbm_read_bytes;
+    kj["hbm_write_bytes"] = k.hbm_write_bytes;
+    kj["vmem_bytes"] = k.vmem.total_bytes;
+    kj["vmem_limit_bytes"] = k.vmem_limit_bytes;
+    json items = json::array();
+    for (const VmemItem& it : k.vmem.items) items.push_back({{"what", it.what}, {"bytes", it.bytes}});
+    kj["vmem_items"] = items;
+    json ks = json::object();
+    for (int c = 0; c < kNumCauses; ++c) ks[std::string(name(static_cast<Cause>(c)))] = chip.cycles_to_s(k.time[c]);
+    kj["core_time_s"] = ks;
+    kernels.push_back(kj);
+  }
+  j["kernels"] = kernels;
+  return j;
+}
+
+nlohmann::json chrome_trace(const RunResult& r) {
+  using nlohmann::json;
+  const double us_per_cycle = 1e6 / r.clock_hz;
+  json events = json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+                    {"args", {{"name", "tpusim " + r.chip}}}});
+  for (size_t u = 0; u < r.units.size(); ++u) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", u},
+                      {"args", {{"name", r.units[u].name}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", u},
+                      {"args", {{"sort_index", u}}}});
+  }
+  for (const TimelineEvent& e : r.events) {
+    json args;
+    if (e.item >= 0) {
+      args["item"] = r.item_names[e.item];
+      const int k = r.item_kernel[e.item];
+      if (e.step >= 0 && k >= 0) args["grid"] = unflatten(e.step, r.kernels[k].grid);
+    }
+    if (e.cause != Cause::busy) args["cause"] = std::string(name(e.cause));
+    events.push_back({{"name", r.labels[e.label]},
+                      {"cat", e.cause == Cause::busy ? "op" : "stall"},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", e.unit},
+                      {"ts", e.start * us_per_cycle},
+                      {"dur", (e.end - e.start) * us_per_cycle},
+                      {"args", args}});
+  }
+  return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+void OutputFiles::stage(const std::string& path, std::string content) {
+  if (!path.empty()) files_.emplace_back(path, std::move(content));
+}
+
+void OutputFiles::commit() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> temps;
+  for (const auto& [path, content] : files_) {
+    const std::string tmp = path + ".tmp";
+    std::ofstream f(tmp, std::ios::binary);
+    f << content;
+    f.close();
+    if (!f) {
+      for (const auto& t : temps) fs::remove(t);
+      fs::remove(tmp);
+      throw Error(fmt::format("cannot write '{}'", path));
+    }
+    temps.push_back(tmp);
+  }
+  for (size_t i = 0; i < files_.size(); ++i) fs::rename(temps[i], files_[i].first);
+  files_.clear();
+}
+
+}  // namespace tpusim

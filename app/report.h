@@ -1,0 +1,33 @@
+// Turns a RunResult into what people and tools read: a text summary, the results JSON and a Chrome
+// trace-event JSON (opens in Perfetto: one named track per unit, ts in microseconds). Output files
+// are staged and only written once everything succeeded, so a failed run leaves no partial files.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/chip_spec.h"
+#include "sim/timing/result.h"
+
+namespace tpusim {
+
+std::string summary_text(const RunResult& r, const ChipSpec& chip);
+
+// `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
+nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
+
+nlohmann::json chrome_trace(const RunResult& r);
+
+class OutputFiles {
+ public:
+  void stage(const std::string& path, std::string content);
+  // Writes each staged file to a temporary name, then renames all of them into place.
+  void commit();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,185 @@
+// build/tpusim: the command-line front end. Commands:
+//   kernel matmul|xla-dot|elementwise   simulate one kernel and print its summary
+//   chip NAME                           print a chip spec with the provenance of every value
+//   calibrate [--write]                 fit the engine constants to the v5e matmul table
+//   bench                               measure simulation speed
+// Every simulating command takes --json FILE and --trace FILE. Errors print one line and exit 2.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "app/matmul_table.h"
+#include "app/report.h"
+#include "kernels/generic.h"
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/timing/engine.h"
+
+namespace {
+
+using namespace tpusim;
+namespace fs = std::filesystem;
+
+struct Outputs {
+  std::string json, trace;
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--json", json, "write machine-readable results to FILE");
+    cmd->add_option("--trace", trace, "write a Chrome trace-event JSON (open in Perfetto) to FILE");
+  }
+};
+
+DType parse_dtype(const std::string& s) {
+  if (s == "bf16") return DType::bf16;
+  if (s == "f32") return DType::f32;
+  throw Error(fmt::format("unknown dtype '{}' (known: bf16, f32)", s));
+}
+
+void run_and_report(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
+                    const nlohmann::json& config, const Outputs& out) {
+  SimOptions opt;
+  opt.record_timeline = !out.trace.empty();
+  const RunResult r = simulate_kernel(chip, std::move(kernel), opt);
+  OutputFiles files;
+  if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
+  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
+  files.commit();
+  std::cout << summary_text(r, chip);
+}
+
+std::string repo_file(const std::string& relative) {
+  return (fs::path(models_dir()).parent_path() / relative).string();
+}
+
+void calibrate(bool write) {
+  const ChipSpec chip = load_chip("v5e");
+  MatmulTable cal = load_matmul_table(repo_file("scenarios/calibration/v5e_pallas_matmul.yaml"));
+  MatmulTable blind = load_matmul_table(repo_file("scenarios/blind/b4_pallas_matmul_128.yaml"));
+  const CalibratedConstants c = fit_constants(chip, cal);
+  const ChipSpec fitted = with_constants(chip, c);
+  predict(fitted, cal);
+  predict(fitted, blind);
+  const std::string md = calibration_markdown(fitted, c, cal, blind);
+  std::cout << md;
+  if (write) {
+    OutputFiles files;
+    const std::string shared = (fs::path(models_dir()) / "chips" / "shared.yaml").string();
+    files.stage(shared, shared_yaml_with(shared, c, cal));
+    files.stage(repo_file("docs/calibration.md"), md);
+    files.commit();
+    std::cout << "\nwrote " << shared << " and docs/calibration.md\n";
+  }
+}
+
+void bench() {
+  const ChipSpec chip = load_chip("v5e");
+  const auto k = kernels::pallas_matmul({8192, 8192, 8192, 128, 128, 128});
+  for (bool trace : {false, true}) {
+    SimOptions opt;
+    opt.record_timeline = trace;
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunResult r = simulate_kernel(chip, k, opt);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t steps = k->grid_steps();
+    // Simulated events: per grid step one body schedule replay, its ops and its DMA transfers.
+    int64_t events = 0;
+    if (trace) events = static_cast<int64_t>(r.events.size());
+    fmt::print("matmul 8192^3, blocks 128^3, {} grid steps, timeline {}: wall {:.3f} s, {:.2f} M grid steps/s{}, simulated {:.3f} ms\n",
+               steps, trace ? "on " : "off", wall, steps / wall / 1e6,
+               trace ? fmt::format(", {} timeline events ({:.2f} M/s)", events, events / wall / 1e6) : "",
+               r.time_s * 1e3);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim: a TPU simulator and cost model for Pallas kernel schedules"};
+  app.require_subcommand(1);
+  std::string chip_name = "v5e";
+
+  CLI::App* kernel = app.add_subcommand("kernel", "simulate one kernel");
+  kernel->require_subcommand(1);
+
+  kernels::MatmulShape mm;
+  std::string dtype = "bf16";
+  Outputs mm_out;
+  CLI::App* matmul = kernel->add_subcommand("matmul", "blocked Pallas matmul (the Pallas TPU guide's kernel)");
+  matmul->add_option("--chip", chip_name, "chip name or chip YAML file")->capture_default_str();
+  matmul->add_option("--m", mm.m, "rows of x and z")->required();
+  matmul->add_option("--k", mm.k, "contracting dimension")->required();
+  matmul->add_option("--n", mm.n, "columns of y and z")->required();
+  matmul->add_option("--bm", mm.bm, "block rows")->required();
+  matmul->add_option("--bk", mm.bk, "block contracting size")->required();
+  matmul->add_option("--bn", mm.bn, "block columns")->required();
+  matmul->add_option("--dtype", dtype, "input and output dtype (bf16, f32)")->capture_default_str();
+  mm_out.add_to(matmul);
+
+  int64_t dm = 0, dk = 0, dn = 0;
+  Outputs dot_out;
+  CLI::App* xdot = kernel->add_subcommand("xla-dot", "an XLA dot with XLA's own tiling");
+  xdot->add_option("--chip", chip_name, "chip name or chip YAML file")->capture_default_str();
+  xdot->add_option("--m", dm, "rows")->required();
+  xdot->add_option("--k", dk, "contracting dimension")->required();
+  xdot->add_option("--n", dn, "columns")->required();
+  xdot->add_option("--dtype", dtype, "dtype (bf16, f32)")->capture_default_str();
+  dot_out.add_to(xdot);
+
+  int64_t rows = 0, cols = 0, block_rows = 0;
+  Outputs ew_out;
+  CLI::App* ew = kernel->add_subcommand("elementwise", "y = 2x, HBM-bound");
+  ew->add_option("--chip", chip_name, "chip name or chip YAML file")->capture_default_str();
+  ew->add_option("--rows", rows, "array rows")->required();
+  ew->add_option("--cols", cols, "array columns")->required();
+  ew->add_option("--block-rows", block_rows, "rows per block")->required();
+  ew->add_option("--dtype", dtype, "dtype (bf16, f32)")->capture_default_str();
+  ew_out.add_to(ew);
+
+  CLI::App* chip_cmd = app.add_subcommand("chip", "print a chip spec and where each value comes from");
+  chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
+
+  bool write = false;
+  CLI::App* cal = app.add_subcommand("calibrate", "fit the engine constants to the v5e matmul table and print predicted against measured");
+  cal->add_flag("--write", write, "update models/chips/shared.yaml and docs/calibration.md");
+
+  CLI::App* bench_cmd = app.add_subcommand("bench", "measure simulation speed (8192^3 matmul, 128^3 blocks)");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (matmul->parsed()) {
+      mm.dtype = parse_dtype(dtype);
+      const ChipSpec chip = load_chip(chip_name);
+      nlohmann::json config = {{"command", "kernel matmul"}, {"chip", chip.name}, {"m", mm.m},
+                               {"k", mm.k}, {"n", mm.n}, {"bm", mm.bm}, {"bk", mm.bk},
+                               {"bn", mm.bn}, {"dtype", dtype}};
+      run_and_report(chip, kernels::pallas_matmul(mm), config, mm_out);
+    } else if (xdot->parsed()) {
+      const ChipSpec chip = load_chip(chip_name);
+      nlohmann::json config = {{"command", "kernel xla-dot"}, {"chip", chip.name}, {"m", dm},
+                               {"k", dk}, {"n", dn}, {"dtype", dtype}};
+      run_and_report(chip, kernels::xla_dot(chip, dm, dk, dn, parse_dtype(dtype)), config, dot_out);
+    } else if (ew->parsed()) {
+      const ChipSpec chip = load_chip(chip_name);
+      nlohmann::json config = {{"command", "kernel elementwise"}, {"chip", chip.name},
+                               {"rows", rows}, {"cols", cols}, {"block_rows", block_rows},
+                               {"dtype", dtype}};
+      run_and_report(chip, kernels::elementwise_scale(rows, cols, block_rows, parse_dtype(dtype)),
+                     config, ew_out);
+    } else if (chip_cmd->parsed()) {
+      const ChipSpec chip = load_chip(chip_name);
+      fmt::print("chip {}\n", chip.name);
+      for (const auto& [key, prov] : chip.provenance) fmt::print("  {:<30} {}\n", key, prov);
+    } else if (cal->parsed()) {
+      calibrate(write);
+    } else if (bench_cmd->parsed()) {
+      bench();
+    }
+  } catch (const Error& e) {
+    std::cerr << "tpusim: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,147 @@
+#include "models/chip_loader.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "models/yaml_errors.h"
+#include "sim/error.h"
+
+#ifndef TPUSIM_MODELS_DIR
+#define TPUSIM_MODELS_DIR "models"
+#endif
+
+namespace tpusim {
+namespace {
+
+namespace fs = std::filesystem;
+using Setter = std::function<void(ChipSpec&, const std::string& file, const YAML::Node&,
+                                  const std::string& key)>;
+
+template <typename T>
+Setter field(T ChipSpec::*member, const char* type_name) {
+  return [member, type_name](ChipSpec& c, const std::string& file, const YAML::Node& n,
+                             const std::string& key) {
+    c.*member = yaml_as<T>(file, n, key, type_name);
+  };
+}
+
+const std::map<std::string, Setter>& fields() {
+  static const std::map<std::string, Setter> f = {
+      {"clock_hz", field(&ChipSpec::clock_hz, "a number")},
+      {"tensorcores", field(&ChipSpec::tensorcores, "an integer")},
+      {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer")},
+      {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer")},
+      {"mxu_fill_drain_cycles", field(&ChipSpec::mxu_fill_drain_cycles, "an integer")},
+      {"peak_bf16_flops", field(&ChipSpec::peak_bf16_flops, "a number")},
+      {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number")},
+      {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number")},
+      {"vpu_transcendental_per_cycle", field(&ChipSpec::vpu_transcendental_per_cycle, "a number")},
+      {"vpu_cross_lane_per_cycle", field(&ChipSpec::vpu_cross_lane_per_cycle, "a number")},
+      {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer")},
+      {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer")},
+      {"scoped_vmem_bytes", field(&ChipSpec::scoped_vmem_bytes, "an integer")},
+      {"hbm_bytes", field(&ChipSpec::hbm_bytes, "an integer")},
+      {"hbm_bytes_per_s", field(&ChipSpec::hbm_bytes_per_s, "a number")},
+      {"dma_queues", field(&ChipSpec::dma_queues, "an integer")},
+      {"dma_latency_cycles", field(&ChipSpec::dma_latency_cycles, "an integer")},
+      {"grid_step_overhead_cycles", field(&ChipSpec::grid_step_overhead_cycles, "an integer")},
+      {"while_loop_overhead_cycles", field(&ChipSpec::while_loop_overhead_cycles, "an integer")},
+      {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number")},
+      {"ici_dims", field(&ChipSpec::ici_dims, "an integer")},
+      {"ici_link_bytes_per_s", field(&ChipSpec::ici_link_bytes_per_s, "a number")},
+      {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number")},
+      {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
+  };
+  return f;
+}
+
+const std::set<std::string> kProvenance = {"source", "derived", "calibrated", "assumed"};
+
+void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen, bool chip_file) {
+  const YAML::Node root = yaml_load_file(file);
+  if (!root.IsMap()) yaml_fail(file, root, "", "expected a mapping of chip parameters");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "name" && chip_file) {
+      c.name = yaml_as<std::string>(file, v, key, "a string");
+      continue;
+    }
+    auto it = fields().find(key);
+    if (it == fields().end()) {
+      std::string known;
+      for (const auto& [k, _] : fields()) known += (known.empty() ? "" : ", ") + k;
+      yaml_fail(file, kv.first, key, fmt::format("unknown chip parameter (known: name, {})", known));
+    }
+    if (!v.IsMap() || !v["value"])
+      yaml_fail(file, v, key, "expected a mapping with 'value' and one of source/derived/calibrated/assumed");
+    std::string provenance;
+    for (const auto& p : v) {
+      const std::string pk = p.first.as<std::string>();
+      if (pk == "value") continue;
+      if (!kProvenance.count(pk))
+        yaml_fail(file, p.first, key + "." + pk,
+                  "unknown field (expected value and one of source, derived, calibrated, assumed)");
+      if (!provenance.empty())
+        yaml_fail(file, p.first, key + "." + pk, "a value has exactly one provenance");
+      provenance = pk + ": " + yaml_as<std::string>(file, p.second, key + "." + pk, "a string");
+    }
+    if (provenance.empty())
+      yaml_fail(file, v, key, "missing provenance: add source, derived, calibrated or assumed");
+    if (!seen.insert(key).second) yaml_fail(file, kv.first, key, "set twice (chip file and shared.yaml)");
+    it->second(c, file, v["value"], key + ".value");
+    c.provenance[key] = provenance;
+  }
+}
+
+}  // namespace
+
+std::string models_dir() {
+  if (const char* env = std::getenv("TPUSIM_MODELS_DIR")) return env;
+  return TPUSIM_MODELS_DIR;
+}
+
+std::vector<std::string> known_chips() {
+  std::vector<std::string> names;
+  const fs::path dir = fs::path(models_dir()) / "chips";
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".yaml" && e.path().stem() != "shared")
+        names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ChipSpec load_chip(const std::string& name_or_path) {
+  const fs::path chips = fs::path(models_dir()) / "chips";
+  fs::path file = name_or_path;
+  if (file.extension() != ".yaml") {
+    file = chips / (name_or_path + ".yaml");
+    if (!fs::exists(file) || name_or_path == "shared") {
+      std::string list;
+      for (const auto& n : known_chips()) list += (list.empty() ? "" : ", ") + n;
+      throw Error(fmt::format("unknown chip '{}' (known chips: {})", name_or_path, list));
+    }
+  }
+  ChipSpec c;
+  std::set<std::string> seen;
+  read_file(c, file.string(), seen, true);
+  read_file(c, (chips / "shared.yaml").string(), seen, false);
+  for (const auto& [key, _] : fields())
+    if (!seen.count(key))
+      throw Error(fmt::format("{}: missing chip parameter '{}'", file.string(), key));
+  if (c.name.empty()) throw Error(fmt::format("{}: missing 'name'", file.string()));
+  if (c.clock_hz <= 0 || c.mxus_per_core < 1 || c.mxu_dim < 8 || c.tensorcores < 1 ||
+      c.hbm_bytes_per_s <= 0 || c.dma_queues < 1 || c.scoped_vmem_bytes > c.vmem_bytes)
+    throw Error(fmt::format("{}: inconsistent chip parameters (clock, MXUs, HBM bandwidth, DMA "
+                            "queues must be positive; scoped VMEM at most VMEM)",
+                            file.string()));
+  return c;
+}
+
+}  // namespace tpusim

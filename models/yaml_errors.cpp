@@ -1,0 +1,51 @@
+#include "models/yaml_errors.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "sim/error.h"
+
+namespace tpusim {
+
+void yaml_fail(const std::string& file, const YAML::Mark& m, const std::string& key_path,
+               const std::string& what) {
+  const std::string key = key_path.empty() ? "" : fmt::format(" key '{}':", key_path);
+  if (m.line < 0) throw Error(fmt::format("{}:{} {}", file, key, what));
+  throw Error(fmt::format("{}:{}:{}:{} {}", file, m.line + 1, m.column + 1, key, what));
+}
+
+void yaml_fail(const std::string& file, const YAML::Node& at, const std::string& key_path,
+               const std::string& what) {
+  yaml_fail(file, at.Mark(), key_path, what);
+}
+
+YAML::Node yaml_load_file(const std::string& file) {
+  try {
+    return YAML::LoadFile(file);
+  } catch (const YAML::BadFile&) {
+    throw Error(fmt::format("{}: cannot open file", file));
+  } catch (const YAML::ParserException& e) {
+    yaml_fail(file, e.mark, "", e.msg);
+  }
+}
+
+template <typename T>
+T yaml_as(const std::string& file, const YAML::Node& n, const std::string& key_path,
+          const char* type_name) {
+  if (!n.IsScalar()) yaml_fail(file, n, key_path, fmt::format("expected {}, got a {}", type_name,
+                                                               n.IsMap() ? "mapping" : n.IsSequence() ? "sequence" : "null"));
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    yaml_fail(file, n, key_path, fmt::format("expected {}, got '{}'", type_name, n.Scalar()));
+  }
+}
+
+template double yaml_as<double>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template int64_t yaml_as<int64_t>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template int yaml_as<int>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template bool yaml_as<bool>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template std::string yaml_as<std::string>(const std::string&, const YAML::Node&, const std::string&, const char*);
+
+}  // namespace tpusim

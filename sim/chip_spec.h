@@ -1,0 +1,58 @@
+// ChipSpec: the hardware parameters the timing engine reads. Values come from models/chips/*.yaml,
+// where each carries its provenance (published source, derivation, calibration fit or assumption).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tpusim {
+
+struct ChipSpec {
+  std::string name;
+
+  // TensorCore
+  double clock_hz = 0;
+  int tensorcores = 1;  // 2 = megacore (v5p)
+  int mxus_per_core = 4;
+  int mxu_dim = 128;
+  int64_t mxu_fill_drain_cycles = 0;  // latency from the last row in to the last result out
+  double peak_bf16_flops = 0;         // per chip, as published (used for MFU and a consistency test)
+
+  // VPU: vreg ops per cycle by op class, and result latency
+  double vpu_simple_per_cycle = 2;
+  double vpu_divide_per_cycle = 0.5;
+  double vpu_transcendental_per_cycle = 0.5;
+  double vpu_cross_lane_per_cycle = 0.5;
+  int64_t vpu_latency_cycles = 2;
+
+  // Memories
+  int64_t vmem_bytes = 0;
+  int64_t scoped_vmem_bytes = 0;
+  int64_t hbm_bytes = 0;
+  double hbm_bytes_per_s = 0;
+
+  // DMA and scalar issue
+  int dma_queues = 4;
+  int64_t dma_latency_cycles = 0;
+  int64_t grid_step_overhead_cycles = 0;
+  int64_t while_loop_overhead_cycles = 0;
+  double host_dispatch_s = 0;
+
+  // Interconnect
+  int ici_dims = 2;  // 2D torus (v5e, v6e) or 3D (v5p)
+  double ici_link_bytes_per_s = 0;  // one direction, one link
+  double ici_hop_latency_s = 0;
+  double dcn_bytes_per_s_per_chip = 0;
+
+  // Provenance of every value, keyed by YAML key: "source: ...", "derived: ...", ...
+  std::map<std::string, std::string> provenance;
+
+  double cycles_to_s(int64_t c) const { return static_cast<double>(c) / clock_hz; }
+  int64_t s_to_cycles(double s) const { return static_cast<int64_t>(s * clock_hz + 0.5); }
+  double hbm_bytes_per_cycle() const { return hbm_bytes_per_s / clock_hz; }
+  double mxu_flops_per_cycle() const {
+    return 2.0 * tensorcores * mxus_per_core * mxu_dim * mxu_dim;
+  }
+};
+
+}  // namespace tpusim

@@ -1,0 +1,191 @@
+#include "sim/ir/kernel.h"
+
+#include <fmt/format.h>
+
+#include "sim/error.h"
+
+namespace tpusim {
+
+int64_t Kernel::grid_steps() const {
+  int64_t n = 1;
+  for (int64_t g : grid) n *= g;
+  return n;
+}
+
+DotShape Kernel::dot_shape(const Op& op) const {
+  const Shape& l = values.at(op.inputs.at(0)).shape;
+  const Shape& r = values.at(op.inputs.at(1)).shape;
+  auto contains = [](const std::vector<int>& v, int x) {
+    for (int y : v)
+      if (y == x) return true;
+    return false;
+  };
+  DotShape d;
+  for (int a : op.dims.lhs_batch) d.batch *= l.at(a);
+  for (int a : op.dims.lhs_contract) d.k *= l.at(a);
+  for (int a = 0; a < static_cast<int>(l.size()); ++a)
+    if (!contains(op.dims.lhs_batch, a) && !contains(op.dims.lhs_contract, a)) d.m *= l[a];
+  int64_t rk = 1;
+  for (int a : op.dims.rhs_contract) rk *= r.at(a);
+  for (int a = 0; a < static_cast<int>(r.size()); ++a)
+    if (!contains(op.dims.rhs_batch, a) && !contains(op.dims.rhs_contract, a)) d.n *= r[a];
+  if (rk != d.k)
+    throw Error(fmt::format("kernel '{}': dot '{}' contracts {} with {} elements", name, op.name,
+                            d.k, rk));
+  return d;
+}
+
+int Kernel::mxu_passes(const Op& op) const {
+  const bool bf16_operands = values.at(op.inputs[0]).dtype == DType::bf16 &&
+                             values.at(op.inputs[1]).dtype == DType::bf16;
+  if (bf16_operands) return 1;
+  switch (op.precision) {
+    case Precision::default_: return 1;
+    case Precision::high: return 3;
+    case Precision::highest: return 6;
+    case Precision::bf16x3_manual: return 1;  // the schedule spells out its three dots
+  }
+  return 1;
+}
+
+KernelBuilder::KernelBuilder(std::string name, Origin origin) : k_(std::make_shared<Kernel>()) {
+  k_->name = std::move(name);
+  k_->origin = origin;
+}
+
+KernelBuilder& KernelBuilder::grid(std::vector<int64_t> grid, std::vector<DimSemantics> semantics) {
+  if (grid.size() != semantics.size())
+    throw Error(fmt::format("kernel '{}': grid has {} dims but {} dimension semantics", k_->name,
+                            grid.size(), semantics.size()));
+  k_->grid = std::move(grid);
+  k_->semantics = std::move(semantics);
+  return *this;
+}
+
+ValueId KernelBuilder::add_value(Value v) {
+  k_->values.push_back(std::move(v));
+  return static_cast<ValueId>(k_->values.size() - 1);
+}
+
+ValueId KernelBuilder::input(Tensor array, Shape block, IndexMap index, int buffers) {
+  Value v{array.name, block, array.dtype, ValueKind::input_block,
+          static_cast<int>(k_->inputs.size())};
+  k_->inputs.push_back({std::move(array), std::move(block), std::move(index), buffers});
+  return add_value(std::move(v));
+}
+
+ValueId KernelBuilder::output(Tensor array, Shape block, IndexMap index, int buffers) {
+  Value v{array.name, block, array.dtype, ValueKind::output_block,
+          static_cast<int>(k_->outputs.size())};
+  k_->outputs.push_back({std::move(array), std::move(block), std::move(index), buffers});
+  return add_value(std::move(v));
+}
+
+ValueId KernelBuilder::scratch(std::string name, Shape shape, DType dtype) {
+  k_->scratch.push_back({name, shape, dtype, MemSpace::vmem});
+  return add_value({std::move(name), std::move(shape), dtype, ValueKind::scratch,
+                    static_cast<int>(k_->scratch.size() - 1)});
+}
+
+ValueId KernelBuilder::temp(std::string name, Shape shape, DType dtype) {
+  return add_value({std::move(name), std::move(shape), dtype, ValueKind::temp, -1});
+}
+
+ValueId KernelBuilder::push(Op op, ValueId out) {
+  op.output = out;
+  k_->body.push_back(std::move(op));
+  return out;
+}
+
+ValueId KernelBuilder::dot(std::string name, ValueId lhs, ValueId rhs, DType out, DotDims dims,
+                           Precision p, When when) {
+  Op op;
+  op.kind = OpKind::dot;
+  op.name = name;
+  op.inputs = {lhs, rhs};
+  op.dims = dims;
+  op.precision = p;
+  op.when = when;
+  const DotShape d = k_->dot_shape(op);
+  Shape s;
+  if (d.batch > 1 || !dims.lhs_batch.empty()) s.push_back(d.batch);
+  s.push_back(d.m);
+  s.push_back(d.n);
+  return push(std::move(op), temp(std::move(name), std::move(s), out));
+}
+
+ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueId> inputs,
+                                   ValueId out, When when) {
+  Op op;
+  op.kind = fn >= EwFn::exp ? OpKind::transcendental : OpKind::elementwise;
+  op.name = name;
+  op.fn = fn;
+  op.inputs = std::move(inputs);
+  op.when = when;
+  if (out < 0) {
+    const Value& first = value(op.inputs.at(0));
+    out = temp(name, first.shape, first.dtype);
+  }
+  return push(std::move(op), out);
+}
+
+ValueId KernelBuilder::scale(std::string name, ValueId in, double factor, ValueId out, When when) {
+  elementwise(std::move(name), EwFn::mul, {in}, out, when);
+  k_->body.back().scalar = factor;
+  return k_->body.back().output;
+}
+
+ValueId KernelBuilder::cast(std::string name, ValueId in, DType to, When when) {
+  Op op;
+  op.kind = OpKind::cast;
+  op.name = name;
+  op.inputs = {in};
+  op.when = when;
+  const Shape s = value(in).shape;
+  return push(std::move(op), temp(std::move(name), s, to));
+}
+
+ValueId KernelBuilder::copy(std::string name, ValueId from, ValueId to, When when) {
+  Op op;
+  op.kind = OpKind::copy;
+  op.name = std::move(name);
+  op.inputs = {from};
+  op.when = when;
+  return push(std::move(op), to);
+}
+
+ValueId KernelBuilder::fill(std::string name, ValueId to, double v, When when) {
+  Op op;
+  op.kind = OpKind::elementwise;
+  op.fn = EwFn::fill;
+  op.scalar = v;
+  op.name = std::move(name);
+  op.when = when;
+  return push(std::move(op), to);
+}
+
+ValueId KernelBuilder::reduce(std::string name, ValueId in, std::vector<int> axes, When when) {
+  Op op;
+  op.kind = OpKind::reduce;
+  op.name = name;
+  op.inputs = {in};
+  op.reduce_axes = axes;
+  op.when = when;
+  Shape s = value(in).shape;
+  for (int a : axes) s.at(a) = 1;
+  return push(std::move(op), temp(std::move(name), std::move(s), value(in).dtype));
+}
+
+ValueId KernelBuilder::mask(std::string name, ValueId in, When when) {
+  Op op;
+  op.kind = OpKind::mask;
+  op.name = name;
+  op.inputs = {in};
+  op.when = when;
+  const Value& v = value(in);
+  return push(std::move(op), temp(std::move(name), v.shape, v.dtype));
+}
+
+std::shared_ptr<const Kernel> KernelBuilder::build() { return k_; }
+
+}  // namespace tpusim

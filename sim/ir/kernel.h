@@ -1,0 +1,151 @@
+// The kernel IR: a Pallas call (or an XLA fusion expressed the same way) is a grid with dimension
+// semantics, BlockSpecs that move array blocks between HBM and VMEM, VMEM scratch, and the ops of
+// one grid step. The timing engine plays it; the functional engine executes the same ops.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/ir/dtype.h"
+#include "sim/ir/index_map.h"
+#include "sim/ir/shape.h"
+
+namespace tpusim {
+
+enum class MemSpace : uint8_t { hbm, vmem, smem };
+
+// An array as a whole, living in one memory space (kernel operands live in HBM).
+struct Tensor {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  MemSpace space = MemSpace::hbm;
+};
+
+enum class DimSemantics : uint8_t { parallel, arbitrary };
+
+// How one kernel operand is tiled: block `block_shape` of `array`, chosen per grid step by `index`.
+struct BlockSpec {
+  Tensor array;
+  Shape block_shape;
+  IndexMap index;
+  int buffer_count = 2;  // Pallas default: double buffering
+};
+
+// Who wrote the kernel: a Pallas kernel or XLA's own emitter (an XLA fusion, dot or loop body).
+enum class Origin : uint8_t { pallas, xla };
+
+// ---- body values and ops -------------------------------------------------------------------
+
+enum class ValueKind : uint8_t { input_block, output_block, scratch, temp };
+using ValueId = int32_t;
+
+struct Value {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  ValueKind kind = ValueKind::temp;
+  int ref = -1;  // index into inputs / outputs / scratch for the non-temp kinds
+};
+
+enum class OpKind : uint8_t { dot, elementwise, transcendental, reduce, mask, cast, copy };
+
+// Elementwise functions (the functional engine needs the exact function, timing only its class).
+enum class EwFn : uint8_t {
+  add, sub, mul, div, neg, max, min, select, fill,  // VPU arithmetic
+  exp, log, tanh, logistic, rsqrt, softplus          // transcendental (EUP)
+};
+
+// MXU precision as XLA/Pallas request it; the number of bf16 passes follows JAX-prec.
+enum class Precision : uint8_t { default_, high, highest, bf16x3_manual };
+
+struct DotDims {
+  std::vector<int> lhs_contract{1}, rhs_contract{0};
+  std::vector<int> lhs_batch, rhs_batch;
+  static DotDims matmul() { return {}; }
+  // dot_general with batch dim 0 on both sides, contracting lhs dim 2 with rhs dim 1.
+  static DotDims batched() { return {{2}, {1}, {0}, {0}}; }
+};
+
+// Which grid steps an op runs on: always, or when grid axis `axis` is at its first / last index.
+struct When {
+  enum Kind : uint8_t { always, first, last, not_first, not_last } kind = always;
+  int axis = -1;
+};
+
+struct Op {
+  OpKind kind = OpKind::elementwise;
+  std::string name;
+  std::vector<ValueId> inputs;
+  ValueId output = -1;
+  When when;
+  // dot
+  DotDims dims;
+  Precision precision = Precision::default_;
+  // elementwise / transcendental
+  EwFn fn = EwFn::add;
+  double scalar = 0;  // fill value, or a scalar operand
+  // reduce
+  std::vector<int> reduce_axes;
+};
+
+// Problem sizes of a dot_general after resolving dimension numbers.
+struct DotShape {
+  int64_t batch = 1, m = 1, k = 1, n = 1;
+  int64_t flops() const { return 2 * batch * m * k * n; }
+};
+
+struct Kernel {
+  std::string name;
+  Origin origin = Origin::pallas;
+  std::vector<int64_t> grid;
+  std::vector<DimSemantics> semantics;
+  std::vector<BlockSpec> inputs, outputs;
+  std::vector<Tensor> scratch;  // VMEM scratch, alive for the whole grid
+  std::vector<Value> values;
+  std::vector<Op> body;
+  int64_t vmem_limit_bytes = 0;  // 0: the chip's scoped default (CompilerParams(vmem_limit_bytes))
+
+  int64_t grid_steps() const;
+  DotShape dot_shape(const Op& op) const;
+  // bf16 MXU passes of a dot: bf16 operands always take one pass; f32 operands take 1 (DEFAULT,
+  // operands truncated to bf16), 3 (HIGH) or 6 (HIGHEST).
+  int mxu_passes(const Op& op) const;
+};
+
+// Builds kernels readably: operands and values are declared, body ops appended in program order.
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(std::string name, Origin origin = Origin::pallas);
+
+  KernelBuilder& grid(std::vector<int64_t> grid, std::vector<DimSemantics> semantics);
+  ValueId input(Tensor array, Shape block, IndexMap index, int buffers = 2);
+  ValueId output(Tensor array, Shape block, IndexMap index, int buffers = 2);
+  ValueId scratch(std::string name, Shape shape, DType dtype);
+  ValueId temp(std::string name, Shape shape, DType dtype);
+
+  ValueId dot(std::string name, ValueId lhs, ValueId rhs, DType out, DotDims dims = DotDims::matmul(),
+              Precision p = Precision::default_, When when = {});
+  // out = fn(inputs...) with `out` an existing value (scratch or output block) or a new temp.
+  ValueId elementwise(std::string name, EwFn fn, std::vector<ValueId> inputs, ValueId out,
+                      When when = {});
+  // out = in * factor (a VPU multiply by a scalar); `out` < 0 makes a new temp.
+  ValueId scale(std::string name, ValueId in, double factor, ValueId out = -1, When when = {});
+  ValueId cast(std::string name, ValueId in, DType to, When when = {});
+  ValueId copy(std::string name, ValueId from, ValueId to, When when = {});
+  ValueId fill(std::string name, ValueId to, double value, When when = {});
+  ValueId reduce(std::string name, ValueId in, std::vector<int> axes, When when = {});
+  ValueId mask(std::string name, ValueId in, When when = {});
+
+  const Value& value(ValueId v) const { return k_->values.at(v); }
+  std::shared_ptr<const Kernel> build();
+  Kernel& kernel() { return *k_; }
+
+ private:
+  ValueId add_value(Value v);
+  ValueId push(Op op, ValueId out);
+  std::shared_ptr<Kernel> k_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,54 @@
+// A program: what one chip runs for a jitted call or a training step. Kernel calls (Pallas kernels
+// and XLA ops) run one after another on the TensorCores; collectives run asynchronously on ICI and
+// overlap compute; an item starts only after the items it depends on have finished.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/ir/kernel.h"
+
+namespace tpusim {
+
+struct KernelCall {
+  std::shared_ptr<const Kernel> kernel;
+  int64_t repeat = 1;  // a while loop whose body is this kernel: iterations run back to back
+  bool loop = false;   // true: each iteration pays the chip's while-loop overhead
+};
+
+enum class CollectiveKind : uint8_t { all_gather, reduce_scatter, all_reduce, permute };
+
+// One mesh axis a collective runs over. `wraparound` is true for a torus ring on this axis.
+struct MeshAxis {
+  std::string name;
+  int64_t size = 1;
+  bool wraparound = false;
+  bool dcn = false;  // across slices over the data-centre network instead of ICI
+};
+
+struct Collective {
+  CollectiveKind kind = CollectiveKind::all_gather;
+  // all_gather: bytes of the gathered result; reduce_scatter / all_reduce: bytes of the full input;
+  // permute: bytes each device sends.
+  int64_t bytes = 0;
+  MeshAxis axis;
+};
+
+struct ProgramItem {
+  std::string name;
+  std::variant<KernelCall, Collective> what;
+  std::vector<int> deps;  // indices of earlier items
+};
+
+struct Program {
+  std::string name;
+  std::vector<ProgramItem> items;
+
+  int add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps = {}, int64_t repeat = 1,
+                 bool loop = false);
+  int add_collective(std::string name, Collective c, std::vector<int> deps = {});
+};
+
+}  // namespace tpusim

@@ -1,0 +1,96 @@
+#include "sim/timing/body_schedule.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "sim/timing/unit_models.h"
+
+namespace tpusim {
+
+BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vector<bool>& active) {
+  const int nmxu = chip.mxus_per_core;
+  BodySchedule s;
+  std::vector<int64_t> value_ready(k.values.size(), 0);
+  std::vector<int64_t> mxu_free(nmxu, 0);
+  int64_t vpu_free = 0;
+  int64_t issue = 0;
+
+  struct OpTiming {
+    int64_t start = 0, ready = 0;
+    bool is_dot = false;
+  };
+  std::vector<OpTiming> t(k.body.size());
+  std::vector<int> order(nmxu);
+
+  for (int i = 0; i < static_cast<int>(k.body.size()); ++i) {
+    if (!active[i]) continue;
+    const Op& op = k.body[i];
+    const int64_t issued = issue++;
+    int64_t operands = 0;
+    for (ValueId v : op.inputs) operands = std::max(operands, value_ready[v]);
+    // Writing into an existing buffer orders this op after the previous write to it.
+    if (k.values[op.output].kind != ValueKind::temp)
+      operands = std::max(operands, value_ready[op.output]);
+
+    OpTiming& ti = t[i];
+    if (op.kind == OpKind::dot) {
+      const DotShape d = k.dot_shape(op);
+      const int passes = k.mxu_passes(op);
+      const MxuWork w = mxu_work(chip, d, passes);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return mxu_free[a] < mxu_free[b]; });
+      int64_t unit_free = 0;
+      for (int j = 0; j < w.mxus; ++j) unit_free = std::max(unit_free, mxu_free[order[j]]);
+      ti.start = std::max({issued, operands, unit_free});
+      const int64_t end = ti.start + w.cycles;
+      for (int j = 0; j < w.mxus; ++j) {
+        mxu_free[order[j]] = end;
+        s.ops.push_back({i, order[j], ti.start, end});
+      }
+      ti.ready = end + w.latency;
+      ti.is_dot = true;
+      s.flops += d.flops();
+      s.mxu_pass_flops += d.flops() * passes;
+    } else {
+      const int64_t c = vpu_cycles(chip, k, op);
+      ti.start = std::max({issued, operands, vpu_free});
+      vpu_free = ti.start + c;
+      s.ops.push_back({i, nmxu, ti.start, vpu_free});
+      ti.ready = vpu_free + chip.vpu_latency_cycles;
+    }
+    value_ready[op.output] = ti.ready;
+    s.length = std::max(s.length, ti.ready);
+  }
+
+  // Busy = some unit works; the tail after the last unit finishes is the drain of the last result.
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  busy.reserve(s.ops.size());
+  for (const ScheduledOp& o : s.ops) busy.emplace_back(o.start, o.end);
+  std::sort(busy.begin(), busy.end());
+  // Ops issue one per cycle and every op occupies a unit, so a gap between busy periods can only
+  // mean the next op waits for an operand still in flight.
+  int64_t cursor = 0;
+  for (const auto& [b, e] : busy) {
+    if (b > cursor) s.segments.push_back({Cause::dependency, cursor, b});
+    if (e > cursor) {
+      const int64_t from = std::max(cursor, b);
+      if (!s.segments.empty() && s.segments.back().cause == Cause::busy &&
+          s.segments.back().end == from)
+        s.segments.back().end = e;
+      else
+        s.segments.push_back({Cause::busy, from, e});
+      cursor = e;
+    }
+  }
+  if (s.length > cursor) {
+    int last = -1;
+    for (int i = 0; i < static_cast<int>(k.body.size()); ++i)
+      if (active[i] && (last < 0 || t[i].ready >= t[last].ready)) last = i;
+    s.segments.push_back({t[last].is_dot ? Cause::mxu_fill_drain : Cause::dependency, cursor,
+                          s.length});
+  }
+  return s;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,28 @@
+#include "sim/timing/collectives.h"
+
+namespace tpusim {
+
+double collective_seconds(const ChipSpec& chip, const Collective& c) {
+  const double n = static_cast<double>(c.axis.size);
+  if (n <= 1 || c.bytes <= 0) return 0;
+  const double bytes = static_cast<double>(c.bytes);
+  if (c.axis.dcn) {
+    const double share = c.kind == CollectiveKind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
+    return share * bytes / chip.dcn_bytes_per_s_per_chip;
+  }
+  // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
+  const double bw = chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0);
+  const double hops = c.axis.wraparound ? n / 2 : n - 1;
+  switch (c.kind) {
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+      return (n - 1) / n * bytes / bw + hops * chip.ici_hop_latency_s;
+    case CollectiveKind::all_reduce:  // reduce-scatter followed by all-gather
+      return 2 * ((n - 1) / n * bytes / bw + hops * chip.ici_hop_latency_s);
+    case CollectiveKind::permute:
+      return bytes / chip.ici_link_bytes_per_s + chip.ici_hop_latency_s;
+  }
+  return 0;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,206 @@
+#include "sim/timing/engine.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "sim/error.h"
+#include "sim/ir/validate.h"
+#include "sim/timing/collectives.h"
+#include "sim/timing/sc_time.h"
+#include "sim/timing/tensor_core.h"
+
+// libsystemc's main() wants an sc_main; tpusim has its own entry points and never calls it.
+int sc_main(int, char**) { return 1; }
+
+namespace tpusim {
+namespace {
+
+// The megacore split: Pallas shards the first "parallel" axis whose size the core count divides,
+// falling back to the first parallel axis with more than one index (PALLAS-pipe).
+int split_axis(const Kernel& k, int cores) {
+  if (cores < 2) return -1;
+  for (size_t a = 0; a < k.grid.size(); ++a)
+    if (k.semantics[a] == DimSemantics::parallel && k.grid[a] % cores == 0) return static_cast<int>(a);
+  for (size_t a = 0; a < k.grid.size(); ++a)
+    if (k.semantics[a] == DimSemantics::parallel && k.grid[a] > 1) return static_cast<int>(a);
+  return -1;
+}
+
+class Chip : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Chip);
+  Chip(sc_core::sc_module_name name, const ChipSpec& chip, const Program& program, Recorder& rec)
+      : sc_module(name), chip_(chip), program_(program), rec_(rec), hbm_("hbm", chip, rec) {
+    for (int c = 0; c < chip.tensorcores; ++c)
+      cores_.push_back(std::make_unique<TensorCore>(fmt::format("tc{}", c).c_str(), c, chip, rec, hbm_));
+    ici_unit_ = rec.add_unit("ici", UnitKind::ici, -1);
+    dcn_unit_ = rec.add_unit("dcn", UnitKind::ici, -1);
+    SC_THREAD(run);
+  }
+
+  void collect(RunResult& r) {
+    r.cycles = end_;
+    r.time = cores_[0]->account().time;
+    r.hbm_read_bytes = hbm_.read_bytes();
+    r.hbm_write_bytes = hbm_.write_bytes();
+    for (auto& [k, idx] : kernel_index_) {
+      (void)k;
+      r.flops += counters_[idx].flops;
+      r.mxu_pass_flops += counters_[idx].mxu_pass_flops;
+      r.kernels[idx].flops = counters_[idx].flops;
+      r.kernels[idx].mxu_pass_flops = counters_[idx].mxu_pass_flops;
+    }
+  }
+  std::vector<KernelStats>* stats = nullptr;
+  std::vector<int>* item_kernel = nullptr;
+
+ private:
+  void charge_all(Cause c, int64_t until) {
+    for (auto& core : cores_) core->account().charge(rec_, c, until);
+  }
+
+  void run() {
+    wait(cycles(chip_.s_to_cycles(chip_.host_dispatch_s)));
+    charge_all(Cause::dispatch, now_cycles());
+    std::vector<int64_t> done(program_.items.size(), 0);
+    int64_t ici_free = 0, dcn_free = 0, collectives_done = 0;
+    for (size_t i = 0; i < program_.items.size(); ++i) {
+      const ProgramItem& item = program_.items[i];
+      int64_t deps = 0;
+      for (int d : item.deps) deps = std::max(deps, done[d]);
+      if (const auto* c = std::get_if<Collective>(&item.what)) {
+        int64_t& free = c->axis.dcn ? dcn_free : ici_free;
+        const int64_t start = std::max({now_cycles(), deps, free});
+        free = start + chip_.s_to_cycles(collective_seconds(chip_, *c));
+        rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
+                  static_cast<int>(i), -1);
+        done[i] = free;
+        collectives_done = std::max(collectives_done, free);
+        continue;
+      }
+      const KernelCall& call = std::get<KernelCall>(item.what);
+      const Kernel& k = *call.kernel;
+      if (deps > now_cycles()) wait(cycles(deps - now_cycles()));
+      charge_all(Cause::collective, now_cycles());
+
+      auto [it, fresh] = kernel_index_.emplace(&k, static_cast<int>(stats->size()));
+      if (fresh) {
+        KernelStats ks;
+        ks.name = k.name;
+        ks.origin = k.origin;
+        ks.grid = k.grid;
+        ks.vmem = vmem_usage(k);
+        ks.vmem_limit_bytes = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip_.scoped_vmem_bytes;
+        stats->push_back(std::move(ks));
+        counters_.emplace_back();
+      }
+      (*item_kernel)[i] = it->second;
+      KernelStats& ks = (*stats)[it->second];
+      const auto before = cores_[0]->account().time;
+      const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
+
+      const int axis = split_axis(k, chip_.tensorcores);
+      const int used = axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
+      remaining_ = used;
+      for (int c = 0; c < used; ++c) {
+        CoreWork w{&k, static_cast<int>(i), call.repeat, call.loop, axis, 0, 0};
+        if (axis >= 0) {
+          w.lo = k.grid[axis] * c / used;
+          w.hi = k.grid[axis] * (c + 1) / used;
+        }
+        cores_[c]->start(w, &counters_[it->second], &all_done_, &remaining_);
+      }
+      wait(all_done_);
+      charge_all(Cause::idle, now_cycles());
+      done[i] = now_cycles();
+
+      ks.calls += 1;
+      ks.cycles += now_cycles() - t0;
+      ks.hbm_read_bytes += hbm_.read_bytes() - read0;
+      ks.hbm_write_bytes += hbm_.write_bytes() - write0;
+      const auto& after = cores_[0]->account().time;
+      for (int c = 0; c < kNumCauses; ++c) ks.time[c] += after[c] - before[c];
+    }
+    if (collectives_done > now_cycles()) wait(cycles(collectives_done - now_cycles()));
+    charge_all(Cause::collective, now_cycles());
+    end_ = now_cycles();
+  }
+
+  const ChipSpec& chip_;
+  const Program& program_;
+  Recorder& rec_;
+  Hbm hbm_;
+  std::vector<std::unique_ptr<TensorCore>> cores_;
+  int ici_unit_ = 0, dcn_unit_ = 0;
+  sc_core::sc_event all_done_;
+  int remaining_ = 0;
+  int64_t end_ = 0;
+  std::map<const Kernel*, int> kernel_index_;
+  std::vector<KernelCounters> counters_;
+};
+
+void validate(const ChipSpec& chip, const Program& program) {
+  for (const ProgramItem& item : program.items) {
+    const auto* call = std::get_if<KernelCall>(&item.what);
+    if (!call) {
+      const Collective& c = std::get<Collective>(item.what);
+      if (c.axis.size < 1 || c.bytes < 0)
+        throw Error(fmt::format("collective '{}': axis '{}' of size {} with {} bytes", item.name,
+                                c.axis.name, c.axis.size, c.bytes));
+      continue;
+    }
+    const Kernel& k = *call->kernel;
+    check_block_shapes(k);
+    const int64_t limit = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip.scoped_vmem_bytes;
+    if (k.vmem_limit_bytes > chip.vmem_bytes)
+      throw Error(fmt::format("kernel '{}': vmem_limit_bytes {} exceeds the {} of VMEM on {}", k.name,
+                              k.vmem_limit_bytes, format_bytes(chip.vmem_bytes), chip.name));
+    check_vmem(k, vmem_usage(k),  limit,
+               k.vmem_limit_bytes > 0 ? "kernel's vmem_limit_bytes"
+                                      : fmt::format("scoped VMEM limit on {}", chip.name));
+  }
+}
+
+}  // namespace
+
+RunResult simulate(const ChipSpec& chip, const Program& program, const SimOptions& options) {
+  validate(chip, program);
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  // A fresh SystemC kernel per run (environment.md): runs do not see each other's modules or time.
+  auto* context = new sc_core::sc_simcontext();
+  sc_core::sc_curr_simcontext = context;
+  sc_core::sc_default_global_context = context;
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+
+  RunResult r;
+  r.chip = chip.name;
+  r.clock_hz = chip.clock_hz;
+  r.peak_flops = chip.peak_bf16_flops;
+  Recorder rec(options.record_timeline);
+  {
+    Chip top("chip", chip, program, rec);
+    top.stats = &r.kernels;
+    r.item_kernel.assign(program.items.size(), -1);
+    for (const ProgramItem& item : program.items) r.item_names.push_back(item.name);
+    top.item_kernel = &r.item_kernel;
+    sc_core::sc_start();
+    top.collect(r);
+  }
+  rec.move_into(r);
+  r.time_s = chip.cycles_to_s(r.cycles);
+  for (const KernelStats& k : r.kernels) r.vmem_peak_bytes = std::max(r.vmem_peak_bytes, k.vmem.total_bytes);
+  return r;
+}
+
+RunResult simulate_kernel(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
+                          const SimOptions& options) {
+  Program p;
+  p.name = kernel->name;
+  p.add_kernel(std::move(kernel));
+  return simulate(chip, p, options);
+}
+
+}  // namespace tpusim

@@ -1,0 +1,63 @@
+#include "sim/timing/memory_system.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/timing/sc_time.h"
+
+namespace tpusim {
+
+Hbm::Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec)
+    : sc_module(name),
+      socket("socket"),
+      bytes_per_cycle_(chip.hbm_bytes_per_cycle()),
+      rec_(rec),
+      unit_(rec.add_unit("hbm", UnitKind::hbm, -1)) {
+  socket.register_b_transport(this, &Hbm::b_transport);
+}
+
+void Hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  const int64_t requested = now_cycles() + static_cast<int64_t>(delay.value());
+  const int64_t bytes = gp.get_data_length();
+  const auto duration = static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle_));
+  const int64_t start = std::max(requested, free_at_);
+  free_at_ = start + duration;
+  (gp.is_write() ? write_bytes_ : read_bytes_) += bytes;
+  DmaTag* tag = gp.get_extension<DmaTag>();
+  if (tag) {
+    tag->served_start = start;
+    tag->served_end = free_at_;
+    rec_.busy(unit_, start, free_at_, tag->label, tag->item, tag->step);
+  }
+  delay = cycles(free_at_ - now_cycles());
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+DmaQueue::DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec, int core,
+                   int index)
+    : sc_module(name),
+      socket("socket"),
+      rec_(rec),
+      unit_(rec.add_unit(fmt::format("tc{}.dma{}", core, index), UnitKind::dma, core)),
+      latency_(chip.dma_latency_cycles) {
+  gp_.set_extension(&tag_);
+}
+
+int64_t DmaQueue::transfer(int64_t bytes, bool to_hbm, int label, int item, int64_t step) {
+  gp_.set_command(to_hbm ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  gp_.set_address(0);
+  gp_.set_data_ptr(nullptr);
+  gp_.set_data_length(static_cast<unsigned>(bytes));
+  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  tag_.label = label;
+  tag_.item = item;
+  tag_.step = step;
+  sc_core::sc_time delay = cycles(latency_);
+  socket->b_transport(gp_, delay);
+  rec_.busy(unit_, tag_.served_start, tag_.served_end, label, item, step);
+  return now_cycles() + static_cast<int64_t>(delay.value());
+}
+
+}  // namespace tpusim

@@ -1,0 +1,62 @@
+// HBM and the DMA queues that move blocks between HBM and VMEM, joined by a TLM-2.0 socket.
+// A DMA request pays the DMA latency (descriptor issue and HBM access), then its bytes occupy the
+// shared HBM pipe at the chip's bandwidth, first come first served. Both TensorCores of a megacore
+// chip share one Hbm. Timing is annotated (loosely timed): b_transport returns the completion delay
+// and never waits, so a transfer costs no SystemC events of its own.
+#pragma once
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "sim/chip_spec.h"
+#include "sim/timing/recorder.h"
+
+namespace tpusim {
+
+// Carries timeline information with each transfer: what it moves, and when HBM served it.
+struct DmaTag : tlm::tlm_extension<DmaTag> {
+  int label = 0, item = -1;
+  int64_t step = -1;
+  int64_t served_start = 0, served_end = 0;
+  tlm_extension_base* clone() const override { return new DmaTag(*this); }
+  void copy_from(const tlm_extension_base& other) override {
+    *this = static_cast<const DmaTag&>(other);
+  }
+};
+
+class Hbm : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<Hbm> socket;  // one binding per DMA queue
+
+  Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec);
+  int64_t read_bytes() const { return read_bytes_; }
+  int64_t write_bytes() const { return write_bytes_; }
+
+ private:
+  void b_transport(int initiator, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  double bytes_per_cycle_;
+  Recorder& rec_;
+  int unit_;
+  int64_t free_at_ = 0;
+  int64_t read_bytes_ = 0, write_bytes_ = 0;
+};
+
+class DmaQueue : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<DmaQueue> socket;
+
+  DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec, int core, int index);
+  ~DmaQueue() override { gp_.clear_extension(&tag_); }  // the payload must not free a member
+  // Starts a transfer now; returns the cycle at which its data has arrived.
+  int64_t transfer(int64_t bytes, bool to_hbm, int label, int item, int64_t step);
+
+ private:
+  Recorder& rec_;
+  int unit_;
+  int64_t latency_;
+  tlm::tlm_generic_payload gp_;
+  DmaTag tag_;
+};
+
+}  // namespace tpusim

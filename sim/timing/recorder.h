@@ -1,0 +1,68 @@
+// The engine's observer: units report busy intervals and stalls here. It always keeps per-unit
+// busy totals; it keeps timeline events only when recording was requested.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/timing/result.h"
+
+namespace tpusim {
+
+class Recorder {
+ public:
+  explicit Recorder(bool keep_events) : keep_events_(keep_events) {}
+
+  int add_unit(std::string name, UnitKind kind, int core) {
+    units_.push_back({std::move(name), kind, core});
+    busy_.push_back(0);
+    return static_cast<int>(units_.size() - 1);
+  }
+  int label(std::string_view text) {
+    auto it = label_ids_.find(std::string(text));
+    if (it != label_ids_.end()) return it->second;
+    labels_.emplace_back(text);
+    const int id = static_cast<int>(labels_.size() - 1);
+    label_ids_.emplace(labels_.back(), id);
+    return id;
+  }
+  void busy(int unit, int64_t start, int64_t end, int label, int item, int64_t step) {
+    busy_[unit] += end - start;
+    if (keep_events_) events_.push_back({start, end, unit, label, item, step, Cause::busy});
+  }
+  void stall(int unit, Cause cause, int64_t start, int64_t end, int item, int64_t step) {
+    if (keep_events_ && end > start)
+      events_.push_back({start, end, unit, static_cast<int32_t>(cause), item, step, cause});
+  }
+  bool keep_events() const { return keep_events_; }
+
+  void move_into(RunResult& r);
+
+ private:
+  bool keep_events_;
+  std::vector<UnitInfo> units_;
+  std::vector<int64_t> busy_;
+  std::vector<std::string> labels_;
+  std::unordered_map<std::string, int> label_ids_;
+  std::vector<TimelineEvent> events_;
+};
+
+// Where a TensorCore's time goes. `cursor` follows the core's SystemC time; every advance is
+// charged to exactly one cause, so the causes sum to the elapsed time.
+struct CoreAccount {
+  int64_t cursor = 0;
+  std::array<int64_t, kNumCauses> time{};
+  int scalar_unit = 0;
+
+  void charge(Recorder& rec, Cause c, int64_t until, int item = -1, int64_t step = -1) {
+    if (until <= cursor) return;
+    time[static_cast<int>(c)] += until - cursor;
+    if (c != Cause::busy) rec.stall(scalar_unit, c, cursor, until, item, step);
+    cursor = until;
+  }
+};
+
+}  // namespace tpusim

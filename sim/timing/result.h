@@ -1,0 +1,82 @@
+// What a simulation produces: totals, per-unit busy time, the critical TensorCore's time split into
+// busy and stall causes (which add up exactly to the total), per-kernel statistics and, when asked
+// for, the timeline (one event per op, transfer or stall).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/ir/kernel.h"
+#include "sim/ir/validate.h"
+
+namespace tpusim {
+
+enum class Cause : uint8_t {
+  busy,            // an MXU or the VPU is doing throughput work
+  dma_wait,        // waiting for an input block to arrive or an output slot to drain
+  dependency,      // an op waits for an operand still in flight (a dependent chain)
+  mxu_fill_drain,  // the step waits for the last MXU results to drain out of the array
+  step_overhead,   // scalar work between grid steps (index maps, DMA issue, semaphores)
+  loop_overhead,   // per-iteration cost of an XLA while loop
+  collective,      // waiting for a collective on ICI/DCN
+  dispatch,        // host dispatch of the program
+  idle,            // the other TensorCore of a megacore chip is still working
+};
+inline constexpr int kNumCauses = 9;
+std::string_view name(Cause c);
+
+enum class UnitKind : uint8_t { scalar, mxu, vpu, dma, hbm, ici };
+
+struct UnitInfo {
+  std::string name;  // "tc0.mxu1", "hbm", ...
+  UnitKind kind;
+  int core = -1;
+};
+
+struct TimelineEvent {
+  int64_t start = 0, end = 0;  // cycles
+  int32_t unit = 0;            // index into RunResult::units
+  int32_t label = 0;           // index into RunResult::labels
+  int32_t item = -1;           // program item
+  int64_t step = -1;           // flat grid step index, -1 if not a grid step
+  Cause cause = Cause::busy;
+};
+
+struct KernelStats {
+  std::string name;
+  Origin origin = Origin::pallas;
+  std::vector<int64_t> grid;
+  int64_t calls = 0;
+  int64_t cycles = 0;  // summed over calls, on the critical core
+  int64_t flops = 0, mxu_pass_flops = 0;
+  int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  VmemUsage vmem;
+  int64_t vmem_limit_bytes = 0;
+  std::array<int64_t, kNumCauses> time{};  // critical core, summed over calls
+};
+
+struct RunResult {
+  std::string chip;
+  double clock_hz = 0;
+  double peak_flops = 0;
+  int64_t cycles = 0;
+  double time_s = 0;
+  int64_t flops = 0;           // algorithmic: 2*M*K*N per dot executed
+  int64_t mxu_pass_flops = 0;  // as issued to the MXUs, counting every precision pass
+  int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  int64_t vmem_peak_bytes = 0;
+  std::vector<UnitInfo> units;
+  std::vector<int64_t> unit_busy;          // cycles, per unit
+  std::array<int64_t, kNumCauses> time{};  // TensorCore 0: sums exactly to `cycles`
+  std::vector<KernelStats> kernels;        // one per distinct kernel, in program order
+  std::vector<std::string> item_names;     // per program item
+  std::vector<int> item_kernel;            // per program item: index into kernels, -1 if none
+  std::vector<std::string> labels;
+  std::vector<TimelineEvent> events;       // empty unless recording was requested
+
+  int64_t hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
+};
+
+}  // namespace tpusim

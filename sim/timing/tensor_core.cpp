@@ -1,0 +1,193 @@
+#include "sim/timing/tensor_core.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/timing/sc_time.h"
+
+namespace tpusim {
+namespace {
+
+bool holds(const When& w, const Kernel& k, const GridIndex& g) {
+  if (w.kind == When::always) return true;
+  const bool first = g[w.axis] == 0;
+  const bool last = g[w.axis] == k.grid[w.axis] - 1;
+  switch (w.kind) {
+    case When::first: return first;
+    case When::last: return last;
+    case When::not_first: return !first;
+    case When::not_last: return !last;
+    default: return true;
+  }
+}
+
+int64_t flat_index(const Kernel& k, const GridIndex& g) {
+  int64_t f = 0;
+  for (size_t i = 0; i < g.size(); ++i) f = f * k.grid[i] + g[i];
+  return f;
+}
+
+// Advances `g` lexicographically (last axis fastest) inside the core's share of the grid.
+bool next_index(const Kernel& k, const CoreWork& w, GridIndex& g) {
+  for (int d = static_cast<int>(g.size()) - 1; d >= 0; --d) {
+    const int64_t lo = d == w.split_axis ? w.lo : 0;
+    const int64_t hi = d == w.split_axis ? w.hi : k.grid[d];
+    if (++g[d] < hi) return true;
+    g[d] = lo;
+  }
+  return false;
+}
+
+}  // namespace
+
+TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chip, Recorder& rec,
+                       Hbm& hbm)
+    : sc_module(name), id_(id), chip_(chip), rec_(rec) {
+  account_.scalar_unit = rec.add_unit(fmt::format("tc{}.scalar", id), UnitKind::scalar, id);
+  for (int m = 0; m < chip.mxus_per_core; ++m)
+    lanes_.push_back(rec.add_unit(fmt::format("tc{}.mxu{}", id, m), UnitKind::mxu, id));
+  lanes_.push_back(rec.add_unit(fmt::format("tc{}.vpu", id), UnitKind::vpu, id));
+  for (int q = 0; q < chip.dma_queues; ++q) {
+    dma_.push_back(std::make_unique<DmaQueue>(fmt::format("dma{}", q).c_str(), chip, rec, id, q));
+    dma_.back()->socket.bind(hbm.socket);
+  }
+  SC_THREAD(run);
+}
+
+void TensorCore::start(const CoreWork& work, KernelCounters* counters, sc_core::sc_event* all_done,
+                       int* remaining) {
+  work_ = work;
+  counters_ = counters;
+  all_done_ = all_done;
+  remaining_ = remaining;
+  start_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::run() {
+  for (;;) {
+    wait(start_event_);
+    for (int64_t r = 0; r < work_.repeat; ++r) {
+      if (work_.loop)
+        wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles,
+                   work_.item, -1);
+      run_grid(work_);
+    }
+    if (--*remaining_ == 0) all_done_->notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void TensorCore::wait_until(Cause c, int64_t t, int item, int64_t step) {
+  const int64_t now = now_cycles();
+  if (t > now) wait(cycles(t - now));
+  account_.charge(rec_, c, now_cycles(), item, step);
+}
+
+const BodySchedule& TensorCore::body_for(const Kernel& k, const GridIndex& g) {
+  if (cached_kernel_ != &k) {
+    cached_kernel_ = &k;
+    schedules_.clear();
+    op_labels_.clear();
+    for (const Op& op : k.body) op_labels_.push_back(rec_.label(op.name));
+    operand_labels_.clear();
+    for (const BlockSpec& s : k.inputs) operand_labels_.push_back(rec_.label("fetch " + s.array.name));
+    for (const BlockSpec& s : k.outputs) operand_labels_.push_back(rec_.label("write " + s.array.name));
+  }
+  active_.resize(k.body.size());
+  for (size_t i = 0; i < k.body.size(); ++i) active_[i] = holds(k.body[i].when, k, g);
+  auto it = schedules_.find(active_);
+  if (it == schedules_.end()) it = schedules_.emplace(active_, schedule_body(chip_, k, active_)).first;
+  return it->second;
+}
+
+void TensorCore::run_grid(const CoreWork& w) {
+  const Kernel& k = *w.kernel;
+  const size_t nin = k.inputs.size(), nout = k.outputs.size();
+  const int queues = static_cast<int>(dma_.size());
+  auto queue_of = [&](size_t operand) { return dma_[operand % queues].get(); };
+
+  std::vector<int64_t> in_bytes(nin), out_bytes(nout);
+  for (size_t i = 0; i < nin; ++i)
+    in_bytes[i] = tiled_bytes(k.inputs[i].block_shape, k.inputs[i].array.dtype);
+  for (size_t o = 0; o < nout; ++o)
+    out_bytes[o] = tiled_bytes(k.outputs[o].block_shape, k.outputs[o].array.dtype);
+
+  GridIndex g(k.grid.size(), 0), next;
+  if (w.split_axis >= 0) g[w.split_axis] = w.lo;
+  body_for(k, g);  // fills the label caches before the first transfer
+
+  std::vector<std::vector<int64_t>> in_idx(nin), in_next(nin), out_idx(nout), out_next(nout);
+  std::vector<int64_t> in_ready(nin), in_next_ready(nin);
+  std::vector<std::vector<int64_t>> out_slot_free(nout);
+  std::vector<int64_t> out_blocks(nout, 0);
+  std::vector<bool> out_new_block(nout, true);
+  for (size_t o = 0; o < nout; ++o) out_slot_free[o].assign(k.outputs[o].buffer_count, 0);
+
+  int64_t step = flat_index(k, g);
+  for (size_t i = 0; i < nin; ++i) {
+    k.inputs[i].index.eval(g, in_idx[i]);
+    in_ready[i] = queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, step);
+  }
+  for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(g, out_idx[o]);
+
+  for (bool more = true; more;) {
+    step = flat_index(k, g);
+    wait_until(Cause::step_overhead, now_cycles() + chip_.grid_step_overhead_cycles, w.item, step);
+    int64_t inputs_ready = 0;
+    for (int64_t t : in_ready) inputs_ready = std::max(inputs_ready, t);
+    wait_until(Cause::dma_wait, inputs_ready, w.item, step);
+
+    next = g;
+    more = next_index(k, w, next);
+    const int64_t next_step = more ? flat_index(k, next) : -1;
+    std::vector<bool> refetch(nin, false);
+    for (size_t i = 0; i < nin && more; ++i) {
+      k.inputs[i].index.eval(next, in_next[i]);
+      refetch[i] = in_next[i] != in_idx[i];
+      in_next_ready[i] = in_ready[i];
+      if (refetch[i] && k.inputs[i].buffer_count >= 2)
+        in_next_ready[i] =
+            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, next_step);
+    }
+    for (size_t o = 0; o < nout; ++o)
+      if (out_new_block[o]) {
+        const auto& slots = out_slot_free[o];
+        wait_until(Cause::dma_wait, slots[out_blocks[o] % slots.size()], w.item, step);
+      }
+
+    const BodySchedule& body = body_for(k, g);
+    const int64_t t0 = now_cycles();
+    for (const ScheduledOp& op : body.ops)
+      rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, op_labels_[op.op], w.item, step);
+    for (const BodySegment& seg : body.segments)
+      account_.charge(rec_, seg.cause, t0 + seg.end, w.item, step);
+    counters_->flops += body.flops;
+    counters_->mxu_pass_flops += body.mxu_pass_flops;
+    if (body.length > 0) wait(cycles(body.length));
+
+    for (size_t o = 0; o < nout; ++o) {
+      if (more) k.outputs[o].index.eval(next, out_next[o]);
+      const bool done_with_block = !more || out_next[o] != out_idx[o];
+      out_new_block[o] = done_with_block;
+      if (!done_with_block) continue;
+      auto& slots = out_slot_free[o];
+      slots[out_blocks[o]++ % slots.size()] =
+          queue_of(nin + o)->transfer(out_bytes[o], true, operand_labels_[nin + o], w.item, step);
+    }
+    for (size_t i = 0; i < nin && more; ++i)
+      if (refetch[i] && k.inputs[i].buffer_count < 2)
+        in_next_ready[i] =
+            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, next_step);
+    if (!more) break;
+    g.swap(next);
+    in_idx.swap(in_next);
+    in_ready.swap(in_next_ready);
+    out_idx.swap(out_next);
+  }
+  int64_t drained = 0;
+  for (const auto& slots : out_slot_free)
+    for (int64_t t : slots) drained = std::max(drained, t);
+  wait_until(Cause::dma_wait, drained, w.item, step);
+}
+
+}  // namespace tpusim

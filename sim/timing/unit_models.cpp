@@ -1,0 +1,59 @@
+#include "sim/timing/unit_models.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tpusim {
+namespace {
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t per_cycle(int64_t vregs, double rate) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(vregs) / rate)));
+}
+}  // namespace
+
+MxuWork mxu_work(const ChipSpec& chip, const DotShape& s, int passes) {
+  const int64_t d = chip.mxu_dim;
+  const int64_t n = chip.mxus_per_core;
+  MxuWork w;
+  w.weight_tiles = s.batch * cdiv(s.k, d) * cdiv(s.n, d) * passes;
+  w.latency = chip.mxu_fill_drain_cycles;
+  if (w.weight_tiles >= n) {
+    w.mxus = static_cast<int>(n);
+    w.cycles = cdiv(w.weight_tiles, n) * std::max(s.m, d);
+  } else {
+    const int64_t splits = std::max<int64_t>(1, std::min(n / w.weight_tiles, cdiv(s.m, d)));
+    w.mxus = static_cast<int>(w.weight_tiles * splits);
+    w.cycles = std::max(cdiv(s.m, splits), d);
+  }
+  return w;
+}
+
+int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
+  const Value& out = k.values.at(op.output);
+  switch (op.kind) {
+    case OpKind::dot: return 0;
+    case OpKind::elementwise:
+      if (op.fn == EwFn::div) return per_cycle(vreg_count(out.shape), chip.vpu_divide_per_cycle);
+      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::transcendental:
+      return per_cycle(vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
+    case OpKind::cast:
+    case OpKind::copy: return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::mask:  // iota, compare, select
+      return per_cycle(3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::reduce: {
+      const Shape& in = k.values.at(op.inputs.at(0)).shape;
+      const int rank = static_cast<int>(in.size());
+      int64_t c = per_cycle(vreg_count(in), chip.vpu_simple_per_cycle);
+      for (int a : op.reduce_axes) {
+        // Lane reductions go through the cross-lane unit; sublane ones need a shuffle per vreg.
+        if (a == rank - 1) c += per_cycle(vreg_count(in), chip.vpu_cross_lane_per_cycle);
+        else if (a == rank - 2) c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+      }
+      return c;
+    }
+  }
+  return 1;
+}
+
+}  // namespace tpusim
