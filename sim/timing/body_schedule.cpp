@@ -11,6 +11,11 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
   const int nmxu = chip.mxus_per_core;
   BodySchedule s;
   std::vector<int64_t> value_ready(k.values.size(), 0);
+  // A dot's results leave the MXUs tile by tile: a VPU consumer can start on the first tile
+  // (`first_ready`) and finishes its last share after the last tile (`value_ready`).
+  std::vector<int64_t> first_ready(k.values.size(), 0);
+  std::vector<int64_t> stream_tiles(k.values.size(), 1);
+  std::vector<bool> from_dot(k.values.size(), false);
   std::vector<int64_t> mxu_free(nmxu, 0);
   int64_t vpu_free = 0;
   int64_t issue = 0;
@@ -18,6 +23,7 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
   struct OpTiming {
     int64_t start = 0, ready = 0;
     bool is_dot = false;
+    bool awaits_dot = false;  // the operand it waited for longest comes from the MXUs
   };
   std::vector<OpTiming> t(k.body.size());
   std::vector<int> order(nmxu);
@@ -26,14 +32,21 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
     if (!active[i]) continue;
     const Op& op = k.body[i];
     const int64_t issued = issue++;
+    const bool dot = op.kind == OpKind::dot;
     int64_t operands = 0;
-    for (ValueId v : op.inputs) operands = std::max(operands, value_ready[v]);
+    bool awaits_dot = false;
+    for (ValueId v : op.inputs) {
+      const int64_t r = dot ? value_ready[v] : first_ready[v];
+      if (r > operands) operands = r, awaits_dot = from_dot[v];
+    }
     // Writing into an existing buffer orders this op after the previous write to it.
     if (k.values[op.output].kind != ValueKind::temp)
       operands = std::max(operands, value_ready[op.output]);
 
     OpTiming& ti = t[i];
-    if (op.kind == OpKind::dot) {
+    ti.awaits_dot = awaits_dot;
+    int64_t produced_first = 0, tiles = 1;
+    if (dot) {
       const DotShape d = k.dot_shape(op);
       const int passes = k.mxu_passes(op);
       const MxuWork w = mxu_work(chip, d, passes);
@@ -50,16 +63,25 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
       }
       ti.ready = end + w.latency;
       ti.is_dot = true;
+      tiles = w.cycles / std::max<int64_t>(1, std::min<int64_t>(w.cycles, std::max<int64_t>(d.m, chip.mxu_dim)));
+      produced_first = ti.start + w.cycles / tiles + w.latency;
       s.flops += d.flops();
       s.mxu_pass_flops += d.flops() * passes;
     } else {
       const int64_t c = vpu_cycles(chip, k, op);
       ti.start = std::max({issued, operands, vpu_free});
-      vpu_free = ti.start + c;
-      s.ops.push_back({i, nmxu, ti.start, vpu_free});
-      ti.ready = vpu_free + chip.vpu_latency_cycles;
+      int64_t end = ti.start + c;
+      for (ValueId v : op.inputs)  // the last tile's share of the work follows the last tile
+        end = std::max(end, value_ready[v] + (c + stream_tiles[v] - 1) / stream_tiles[v]);
+      vpu_free = end;
+      s.ops.push_back({i, nmxu, end - c, end});  // the busy cycles, at the latest they can be
+      ti.ready = end + chip.vpu_latency_cycles;
+      produced_first = ti.ready;
     }
     value_ready[op.output] = ti.ready;
+    first_ready[op.output] = produced_first;
+    stream_tiles[op.output] = tiles;
+    from_dot[op.output] = dot;
     s.length = std::max(s.length, ti.ready);
   }
 
@@ -68,11 +90,21 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
   busy.reserve(s.ops.size());
   for (const ScheduledOp& o : s.ops) busy.emplace_back(o.start, o.end);
   std::sort(busy.begin(), busy.end());
-  // Ops issue one per cycle and every op occupies a unit, so a gap between busy periods can only
-  // mean the next op waits for an operand still in flight.
+  // Ops issue one per cycle and every op occupies a unit, so a gap between busy periods means
+  // the next op waits for an operand in flight. An MXU op waiting is a dependent chain; a vector
+  // op waiting for MXU results is the array draining (and so is the tail after the last dot).
+  std::vector<std::pair<int64_t, int>> starts;
+  starts.reserve(s.ops.size());
+  for (const ScheduledOp& o : s.ops) starts.emplace_back(o.start, o.op);
+  std::sort(starts.begin(), starts.end());
+  auto gap_cause = [&](int64_t gap_end) {
+    auto it = std::lower_bound(starts.begin(), starts.end(), std::pair<int64_t, int>{gap_end, -1});
+    const OpTiming& w = t[it->second];
+    return !w.is_dot && w.awaits_dot ? Cause::mxu_fill_drain : Cause::dependency;
+  };
   int64_t cursor = 0;
   for (const auto& [b, e] : busy) {
-    if (b > cursor) s.segments.push_back({Cause::dependency, cursor, b});
+    if (b > cursor) s.segments.push_back({gap_cause(b), cursor, b});
     if (e > cursor) {
       const int64_t from = std::max(cursor, b);
       if (!s.segments.empty() && s.segments.back().cause == Cause::busy &&
