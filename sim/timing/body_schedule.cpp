@@ -11,8 +11,8 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
   const int nmxu = chip.mxus_per_core;
   BodySchedule s;
   std::vector<int64_t> value_ready(k.values.size(), 0);
-  // A dot's results leave the MXUs tile by tile: a VPU consumer can start on the first tile
-  // (`first_ready`) and finishes its last share after the last tile (`value_ready`).
+  // A dot's results leave the MXUs a vreg at a time: a VPU consumer can start on the first one
+  // (`first_ready`) and finishes its last share after the last one (`value_ready`).
   std::vector<int64_t> first_ready(k.values.size(), 0);
   std::vector<int64_t> stream_tiles(k.values.size(), 1);
   std::vector<bool> from_dot(k.values.size(), false);
@@ -63,8 +63,9 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
       }
       ti.ready = end + w.latency;
       ti.is_dot = true;
-      tiles = w.cycles / std::max<int64_t>(1, std::min<int64_t>(w.cycles, std::max<int64_t>(d.m, chip.mxu_dim)));
-      produced_first = ti.start + w.cycles / tiles + w.latency;
+      // Results pop out one 8-row vreg per 8 streamed rows, so consumers follow at that grain.
+      tiles = std::max<int64_t>(1, w.cycles / kSublanes);
+      produced_first = ti.start + kSublanes + w.latency;
       s.flops += d.flops();
       s.mxu_pass_flops += d.flops() * passes;
     } else {

@@ -189,6 +189,9 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
     sc_core::sc_start();
     top.collect(r);
   }
+  sc_core::sc_curr_simcontext = nullptr;
+  sc_core::sc_default_global_context = nullptr;
+  delete context;
   rec.move_into(r);
   r.time_s = chip.cycles_to_s(r.cycles);
   for (const KernelStats& k : r.kernels) r.vmem_peak_bytes = std::max(r.vmem_peak_bytes, k.vmem.total_bytes);

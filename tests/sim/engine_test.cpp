@@ -1,0 +1,182 @@
+// Whole-kernel timing through the SystemC engine against hand-derived cycle counts on the test
+// chip (tests/test_chip.h): BlockSpec pipelining, DMA-bound kernels, no refetch of unchanged
+// blocks, megacore, and the accounting identity busy + stalls = total.
+#include "sim/timing/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+#include "kernels/generic.h"
+#include "sim/error.h"
+#include "tests/test_chip.h"
+
+namespace tpusim {
+namespace {
+
+using testing::round_chip;
+
+int64_t time_of(const RunResult& r, Cause c) { return r.time[static_cast<int>(c)]; }
+int64_t total_of(const RunResult& r) {
+  return std::accumulate(r.time.begin(), r.time.end(), int64_t{0});
+}
+int unit(const RunResult& r, const std::string& name) {
+  for (size_t u = 0; u < r.units.size(); ++u)
+    if (r.units[u].name == name) return static_cast<int>(u);
+  ADD_FAILURE() << "no unit " << name;
+  return -1;
+}
+int count_label(const RunResult& r, const std::string& label) {
+  int n = 0;
+  for (const TimelineEvent& e : r.events)
+    if (e.cause == Cause::busy && r.labels[e.label] == label && r.units[e.unit].kind == UnitKind::dma) ++n;
+  return n;
+}
+
+TEST(Engine, OneStepMatmulByHand) {
+  KernelBuilder b("one");
+  b.grid({1}, {DimSemantics::parallel});
+  const auto whole = IndexMap({constant(0), constant(0)});
+  const ValueId x = b.input({"x", {256, 128}, DType::bf16}, {256, 128}, whole);
+  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, whole);
+  const ValueId z = b.output({"z", {256, 128}, DType::f32}, {256, 128}, whole);
+  b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
+  const RunResult r = simulate_kernel(round_chip(), b.build());
+  // x (64 KiB) on queue 0: HBM from 100 (DMA latency) for 66 cycles -> 166. w (32 KiB) on queue 1:
+  // requested at 100, HBM busy until 166, served [166, 199). Step overhead [0, 50); wait for the
+  // inputs until 199. Body 387 cycles (body_schedule_test) -> 586. z (128 KiB) written back:
+  // HBM [686, 818). Total 818.
+  EXPECT_EQ(r.cycles, 818);
+  EXPECT_EQ(time_of(r, Cause::step_overhead), 50);
+  EXPECT_EQ(time_of(r, Cause::dma_wait), (199 - 50) + (818 - 586));
+  EXPECT_EQ(time_of(r, Cause::busy), 144);
+  EXPECT_EQ(time_of(r, Cause::mxu_fill_drain), 241);
+  EXPECT_EQ(total_of(r), r.cycles);
+  EXPECT_EQ(r.hbm_read_bytes, 65536 + 32768);
+  EXPECT_EQ(r.hbm_write_bytes, 131072);
+}
+
+TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
+  // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2098 HBM cycles each).
+  const RunResult r = simulate_kernel(round_chip(), kernels::elementwise_scale(1024, 1024, 512),
+                                      {.record_timeline = true});
+  // x0 [100, 2198). Step 0: overhead to 50, wait to 2198, prefetch x1 (HBM [2298, 4396)), body
+  // 256 + 2 cycles to 2456, write y0: requested 2556, HBM free at 4396 -> [4396, 6494).
+  // Step 1: overhead to 2506, wait x1 until 4396, body to 4654, write y1: HBM [6494, 8592).
+  EXPECT_EQ(r.cycles, 8592);
+  EXPECT_EQ(time_of(r, Cause::busy), 2 * 256);
+  EXPECT_EQ(r.unit_busy[unit(r, "hbm")], 4 * 2098);
+  EXPECT_EQ(r.unit_busy[unit(r, "tc0.vpu")], 2 * 256);
+  EXPECT_EQ(total_of(r), r.cycles);
+  // The prefetch of x1 overlaps step 0's compute: x1's transfer starts before step 0's body ends.
+  int64_t x1_start = -1;
+  for (const TimelineEvent& e : r.events)
+    if (r.labels[e.label] == "fetch x" && e.unit == unit(r, "hbm") && e.step == 1) x1_start = e.start;
+  EXPECT_EQ(x1_start, 2298);
+}
+
+TEST(Engine, UnchangedBlockIndexIsNotRefetched) {
+  // grid (4): x blocks follow the grid, w's index is constant: fetched once.
+  KernelBuilder b("bcast");
+  b.grid({4}, {DimSemantics::arbitrary});
+  const ValueId x = b.input({"x", {512, 128}, DType::bf16}, {128, 128}, IndexMap({axis(0), constant(0)}));
+  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
+  const ValueId z = b.output({"z", {512, 128}, DType::f32}, {128, 128}, IndexMap({axis(0), constant(0)}));
+  b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
+  const RunResult r = simulate_kernel(round_chip(), b.build(), {.record_timeline = true});
+  EXPECT_EQ(count_label(r, "fetch x"), 4);
+  EXPECT_EQ(count_label(r, "fetch w"), 1);
+  EXPECT_EQ(count_label(r, "write z"), 4);
+  EXPECT_EQ(r.hbm_read_bytes, 4 * 32768 + 32768);
+}
+
+TEST(Engine, OutputWrittenBackOnlyWhenItsIndexChanges) {
+  // The matmul's z block stays put over the k axis: one write per (i, j), not per step.
+  const RunResult r = simulate_kernel(round_chip(), kernels::pallas_matmul({256, 512, 256, 128, 128, 128}),
+                                      {.record_timeline = true});
+  EXPECT_EQ(count_label(r, "write z"), 4);
+  EXPECT_EQ(count_label(r, "fetch x"), 16);
+  EXPECT_EQ(r.hbm_write_bytes, 4 * 128 * 128 * 2);
+}
+
+std::shared_ptr<const Kernel> compute_bound(int64_t steps) {
+  KernelBuilder b("compute");
+  b.grid({steps}, {DimSemantics::parallel});
+  const ValueId x = b.input({"x", {steps * 1024, 128}, DType::bf16}, {1024, 128}, IndexMap({axis(0), constant(0)}));
+  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
+  const ValueId o = b.output({"o", {steps * 8, 128}, DType::f32}, {8, 128}, IndexMap({axis(0), constant(0)}));
+  ValueId v = x;
+  for (int i = 0; i < 8; ++i) v = b.dot("dot", v, w, DType::bf16);  // a long dependent chain
+  b.reduce("sum", v, {0});
+  b.fill("o", o, 0);
+  return b.build();
+}
+
+TEST(Engine, MegacoreSplitsTheParallelGridOverTwoCores) {
+  const auto k = compute_bound(8);
+  const RunResult one = simulate_kernel(round_chip(1), k, {.record_timeline = true});
+  const RunResult two = simulate_kernel(round_chip(2), k, {.record_timeline = true});
+  // Each core runs 4 of the 8 steps: steps 0-3 on tc0, 4-7 on tc1.
+  std::set<int64_t> tc0, tc1;
+  for (const TimelineEvent& e : two.events) {
+    if (two.units[e.unit].kind != UnitKind::mxu) continue;
+    (two.units[e.unit].core == 0 ? tc0 : tc1).insert(e.step);
+  }
+  EXPECT_EQ(tc0, (std::set<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(tc1, (std::set<int64_t>{4, 5, 6, 7}));
+  // The body dominates and the cores only share HBM: the time halves, up to the first fetch.
+  const double ratio = static_cast<double>(two.cycles) / one.cycles;
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 0.52);
+  EXPECT_EQ(total_of(two), two.cycles);
+  EXPECT_EQ(two.flops, one.flops);
+}
+
+TEST(Engine, ArbitraryAxisIsNotSplitAcrossCores) {
+  const RunResult r = simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),
+                                      {.record_timeline = true});
+  for (const TimelineEvent& e : r.events)
+    if (e.cause == Cause::busy) EXPECT_NE(r.units[e.unit].core, 1) << r.labels[e.label];
+}
+
+TEST(Engine, VmemOverflowNamesBuffersAndLimit) {
+  try {
+    simulate_kernel(round_chip(), kernels::pallas_matmul({4096, 4096, 4096, 2048, 2048, 2048}));
+    FAIL() << "expected a VMEM error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("over the scoped VMEM limit on round of 16.00 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("input y block [2048,2048] bf16 x2 buffers = 16.00 MiB"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Engine, ImpossibleBlockShapeIsRejected) {
+  try {
+    simulate_kernel(round_chip(), kernels::pallas_matmul({1000, 1024, 1024, 100, 1024, 1024}));
+    FAIL() << "expected a block shape error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither a multiple of 8 nor the full dimension"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Engine, CollectiveOverlapsComputeAndDependentKernelWaits) {
+  ChipSpec chip = round_chip();
+  Program p;
+  p.name = "overlap";
+  const auto k = compute_bound(2);
+  // 45 MB all-gather over a 4-chip line: 3/4 * 45e6 / 4.5e10 s + 3 hops * 1 us = 753 us.
+  const int ag = p.add_collective("ag", {CollectiveKind::all_gather, 45'000'000, {"fsdp", 4, false, false}});
+  p.add_kernel(k);
+  p.add_kernel(k, {ag});
+  const RunResult r = simulate(chip, p);
+  const RunResult alone = simulate_kernel(chip, k);
+  EXPECT_EQ(r.cycles, 753'000 + alone.cycles);
+  EXPECT_EQ(time_of(r, Cause::collective), 753'000 - alone.cycles);
+  EXPECT_EQ(total_of(r), r.cycles);
+}
+
+}  // namespace
+}  // namespace tpusim
