@@ -14,6 +14,7 @@
 
 #include "app/matmul_table.h"
 #include "app/report.h"
+#include "app/timeline_svg.h"
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
@@ -25,11 +26,16 @@ using namespace tpusim;
 namespace fs = std::filesystem;
 
 struct Outputs {
-  std::string json, trace;
+  std::string json, trace, svg;
+  std::vector<double> window_us;
   void add_to(CLI::App* cmd) {
     cmd->add_option("--json", json, "write machine-readable results to FILE");
     cmd->add_option("--trace", trace, "write a Chrome trace-event JSON (open in Perfetto) to FILE");
+    cmd->add_option("--svg", svg, "write a timeline picture (SVG) to FILE");
+    cmd->add_option("--window-us", window_us, "time window of the SVG picture: FROM TO (microseconds)")
+        ->expected(2);
   }
+  bool timeline() const { return !trace.empty() || !svg.empty(); }
 };
 
 DType parse_dtype(const std::string& s) {
@@ -41,11 +47,16 @@ DType parse_dtype(const std::string& s) {
 void run_and_report(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
                     const nlohmann::json& config, const Outputs& out) {
   SimOptions opt;
-  opt.record_timeline = !out.trace.empty();
+  opt.record_timeline = out.timeline();
   const RunResult r = simulate_kernel(chip, std::move(kernel), opt);
   OutputFiles files;
   if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
   if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
+  if (!out.svg.empty()) {
+    SvgWindow w;
+    if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};
+    files.stage(out.svg, timeline_svg(r, w));
+  }
   files.commit();
   std::cout << summary_text(r, chip);
 }

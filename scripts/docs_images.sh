@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates the timeline pictures in docs/img from the simulator (after scripts/build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=build/tpusim
+$t kernel matmul --chip v5e --m 4096 --k 4096 --n 4096 --bm 512 --bk 1024 --bn 1024 \
+  --svg docs/img/matmul_v5e_4096.svg --window-us 100 135 >/dev/null
+$t kernel matmul --chip v5e --m 1024 --k 1024 --n 1024 --bm 128 --bk 128 --bn 128 \
+  --svg docs/img/matmul_v5e_1024_b128.svg --window-us 105 112 >/dev/null
+$t kernel matmul --chip v5p --m 4096 --k 4096 --n 4096 --bm 512 --bk 1024 --bn 1024 \
+  --svg docs/img/matmul_v5p_megacore.svg --window-us 105 125 >/dev/null
+$t kernel elementwise --chip v5e --rows 8192 --cols 2048 --block-rows 512 \
+  --svg docs/img/elementwise_v5e.svg --window-us 100 140 >/dev/null
