@@ -3,6 +3,7 @@
 // DMA latency 100 cycles, grid-step overhead 50 cycles, no host dispatch, 2 DMA queues.
 #pragma once
 #include "sim/chip_spec.h"
+#include "sim/ir/kernel.h"
 
 namespace tpusim::testing {
 
@@ -33,6 +34,18 @@ inline ChipSpec round_chip(int tensorcores = 1) {
   c.ici_hop_latency_s = 1e-6;
   c.dcn_bytes_per_s_per_chip = 3.125e9;
   return c;
+}
+
+// One grid step: z[256,128] f32 = x[256,128] bf16 @ w[128,128] bf16, then copied to the output.
+inline std::shared_ptr<const Kernel> one_matmul_kernel() {
+  KernelBuilder b("one");
+  b.grid({1}, {DimSemantics::parallel});
+  const auto whole = IndexMap({constant(0), constant(0)});
+  const ValueId x = b.input({"x", {256, 128}, DType::bf16}, {256, 128}, whole);
+  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, whole);
+  const ValueId z = b.output({"z", {256, 128}, DType::f32}, {256, 128}, whole);
+  b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
+  return b.build();
 }
 
 }  // namespace tpusim::testing

@@ -38,13 +38,7 @@ TEST(MxuWork, SplitsRowsOfASingleTileAndSpreadsManyTiles) {
 }
 
 TEST(BodySchedule, OneMatmulThenCopy) {
-  KernelBuilder b("one");
-  b.grid({1}, {DimSemantics::parallel});
-  const ValueId x = b.input({"x", {256, 128}, DType::bf16}, {256, 128}, IndexMap({constant(0), constant(0)}));
-  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
-  const ValueId z = b.output({"z", {256, 128}, DType::f32}, {256, 128}, IndexMap({constant(0), constant(0)}));
-  b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
-  const auto k = b.build();
+  const auto k = testing::one_matmul_kernel();
   const BodySchedule s = schedule_body(round_chip(), *k, all(*k));
   // dot on 2 MXUs [0,128), its results pop one vreg per 8 rows from 8 + 256 to 128 + 256 = 384.
   // The copy (32 vregs at 2/cycle = 16 cycles) follows them: its last share (16 / 16 pops = 1

@@ -35,14 +35,7 @@ int count_label(const RunResult& r, const std::string& label) {
 }
 
 TEST(Engine, OneStepMatmulByHand) {
-  KernelBuilder b("one");
-  b.grid({1}, {DimSemantics::parallel});
-  const auto whole = IndexMap({constant(0), constant(0)});
-  const ValueId x = b.input({"x", {256, 128}, DType::bf16}, {256, 128}, whole);
-  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, whole);
-  const ValueId z = b.output({"z", {256, 128}, DType::f32}, {256, 128}, whole);
-  b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
-  const RunResult r = simulate_kernel(round_chip(), b.build());
+  const RunResult r = simulate_kernel(round_chip(), testing::one_matmul_kernel());
   // x (64 KiB) on queue 0: HBM from 100 (DMA latency) for 66 cycles -> 166. w (32 KiB) on queue 1:
   // requested at 100, HBM busy until 166, served [166, 199). Step overhead [0, 50); wait for the
   // inputs until 199. Body 387 cycles (body_schedule_test) -> 586. z (128 KiB) written back:
