@@ -35,6 +35,15 @@ DotShape Kernel::dot_shape(const Op& op) const {
   return d;
 }
 
+Shape Kernel::broadcast_shape(const std::vector<ValueId>& inputs) const {
+  Shape out;
+  for (ValueId v : inputs)
+    if (!broadcast_into(out, values.at(v).shape))
+      throw Error(fmt::format("kernel '{}': shapes do not broadcast: {} with {}", name,
+                              to_string(out), to_string(values.at(v).shape)));
+  return out;
+}
+
 int Kernel::mxu_passes(const Op& op) const {
   const bool bf16_operands = values.at(op.inputs[0]).dtype == DType::bf16 &&
                              values.at(op.inputs[1]).dtype == DType::bf16;
@@ -123,8 +132,10 @@ ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueI
   op.inputs = std::move(inputs);
   op.when = when;
   if (out < 0) {
-    const Value& first = value(op.inputs.at(0));
-    out = temp(name, first.shape, first.dtype);
+    DType t = value(op.inputs.at(0)).dtype;
+    for (ValueId v : op.inputs)
+      if (value(v).dtype == DType::f32) t = DType::f32;  // the VPU computes in f32
+    out = temp(name, k_->broadcast_shape(op.inputs), t);
   }
   return push(std::move(op), out);
 }
@@ -176,14 +187,81 @@ ValueId KernelBuilder::reduce(std::string name, ValueId in, std::vector<int> axe
   return push(std::move(op), temp(std::move(name), std::move(s), value(in).dtype));
 }
 
-ValueId KernelBuilder::mask(std::string name, ValueId in, When when) {
+ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double fill,
+                            int64_t block, Shape shape, When when) {
   Op op;
   op.kind = OpKind::mask;
   op.name = name;
   op.inputs = {in};
+  op.mask = kind;
+  op.scalar = fill;
+  op.mask_block = block;
   op.when = when;
   const Value& v = value(in);
-  return push(std::move(op), temp(std::move(name), v.shape, v.dtype));
+  if (shape.empty()) shape = v.shape;
+  const DType t = v.dtype;
+  Shape check = shape;
+  if (!broadcast_into(check, v.shape) || check != shape)
+    throw Error(fmt::format("kernel '{}': mask '{}' cannot broadcast {} to {}", k_->name, op.name,
+                            to_string(v.shape), to_string(shape)));
+  return push(std::move(op), temp(std::move(name), std::move(shape), t));
+}
+
+ValueId KernelBuilder::slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,
+                             When when) {
+  const Value& v = value(in);
+  if (axis < 0 || axis >= static_cast<int>(v.shape.size()) || start < 0 || size < 1 ||
+      start + size > v.shape[axis])
+    throw Error(fmt::format("kernel '{}': slice '{}' [{}, {}) on axis {} of {}", k_->name, name, start,
+                            start + size, axis, to_string(v.shape)));
+  Op op;
+  op.kind = OpKind::slice;
+  op.name = name;
+  op.inputs = {in};
+  op.axis = axis;
+  op.start = start;
+  op.size = size;
+  op.when = when;
+  Shape s = v.shape;
+  s[axis] = size;
+  const DType t = v.dtype;
+  return push(std::move(op), temp(std::move(name), std::move(s), t));
+}
+
+ValueId KernelBuilder::concat(std::string name, std::vector<ValueId> inputs, int axis, When when) {
+  Shape s = value(inputs.at(0)).shape;
+  DType t = value(inputs[0]).dtype;
+  s.at(axis) = 0;
+  for (ValueId v : inputs) {
+    Shape other = value(v).shape;
+    other.at(axis) = 0;
+    if (other != s)
+      throw Error(fmt::format("kernel '{}': concat '{}' of {} and {}", k_->name, name,
+                              to_string(value(inputs[0]).shape), to_string(value(v).shape)));
+    if (value(v).dtype == DType::f32) t = DType::f32;
+  }
+  for (ValueId v : inputs) s[axis] += value(v).shape[axis];
+  Op op;
+  op.kind = OpKind::concat;
+  op.name = name;
+  op.inputs = std::move(inputs);
+  op.axis = axis;
+  op.when = when;
+  return push(std::move(op), temp(std::move(name), std::move(s), t));
+}
+
+ValueId KernelBuilder::reshape(std::string name, ValueId in, Shape shape, When when) {
+  const Value& v = value(in);
+  if (num_elements(shape) != num_elements(v.shape))
+    throw Error(fmt::format("kernel '{}': reshape '{}' from {} to {}", k_->name, name,
+                            to_string(v.shape), to_string(shape)));
+  Op op;
+  op.kind = OpKind::reshape;
+  op.name = name;
+  op.inputs = {in};
+  op.when = when;
+  const DType t = v.dtype;
+  return push(std::move(op), temp(std::move(name), std::move(shape), t));
 }
 
 std::shared_ptr<const Kernel> KernelBuilder::build() { return k_; }

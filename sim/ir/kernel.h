@@ -49,12 +49,26 @@ struct Value {
   int ref = -1;  // index into inputs / outputs / scratch for the non-temp kinds
 };
 
-enum class OpKind : uint8_t { dot, elementwise, transcendental, reduce, mask, cast, copy };
+enum class OpKind : uint8_t {
+  dot, elementwise, transcendental, reduce, mask, cast, copy,
+  slice, concat, reshape  // layout: views where aligned, copies otherwise
+};
 
 // Elementwise functions (the functional engine needs the exact function, timing only its class).
+// Binary functions with one input take `scalar` as the second operand. Inputs broadcast
+// numpy-style (size-1 dims stretch).
 enum class EwFn : uint8_t {
-  add, sub, mul, div, neg, max, min, select, fill,  // VPU arithmetic
-  exp, log, tanh, logistic, rsqrt, softplus          // transcendental (EUP)
+  add, sub, mul, div, neg, max, min, fill,  // VPU arithmetic
+  exp, log, tanh, logistic, rsqrt, softplus  // transcendental (EUP)
+};
+
+// Masks over the last two dims (row i, column j); elements outside the mask become `scalar`.
+enum class MaskKind : uint8_t {
+  lower,          // i >= j
+  strict_lower,   // i > j
+  sibling_block,  // i/b != j/b and i/2b == j/2b: the off-diagonal b x b blocks of each 2b x 2b
+  last_row,       // i == rows - 1
+  diagonal,       // i == j
 };
 
 // MXU precision as XLA/Pallas request it; the number of bf16 passes follows JAX-prec.
@@ -86,8 +100,14 @@ struct Op {
   // elementwise / transcendental
   EwFn fn = EwFn::add;
   double scalar = 0;  // fill value, or a scalar operand
-  // reduce
+  // reduce (sum, keeping reduced dims as size 1)
   std::vector<int> reduce_axes;
+  // mask
+  MaskKind mask = MaskKind::lower;
+  int64_t mask_block = 0;
+  // slice / concat
+  int axis = 0;
+  int64_t start = 0, size = 0;
 };
 
 // Problem sizes of a dot_general after resolving dimension numbers.
@@ -109,6 +129,8 @@ struct Kernel {
 
   int64_t grid_steps() const;
   DotShape dot_shape(const Op& op) const;
+  // Shape of an elementwise result: the inputs broadcast numpy-style.
+  Shape broadcast_shape(const std::vector<ValueId>& inputs) const;
   // bf16 MXU passes of a dot: bf16 operands always take one pass; f32 operands take 1 (DEFAULT,
   // operands truncated to bf16), 3 (HIGH) or 6 (HIGHEST).
   int mxu_passes(const Op& op) const;
@@ -136,7 +158,12 @@ class KernelBuilder {
   ValueId copy(std::string name, ValueId from, ValueId to, When when = {});
   ValueId fill(std::string name, ValueId to, double value, When when = {});
   ValueId reduce(std::string name, ValueId in, std::vector<int> axes, When when = {});
-  ValueId mask(std::string name, ValueId in, When when = {});
+  // where(mask, in, fill); `shape` broadcasts `in` to a larger shape (empty: in's shape).
+  ValueId mask(std::string name, ValueId in, MaskKind kind, double fill = 0, int64_t block = 0,
+               Shape shape = {}, When when = {});
+  ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size, When when = {});
+  ValueId concat(std::string name, std::vector<ValueId> inputs, int axis, When when = {});
+  ValueId reshape(std::string name, ValueId in, Shape shape, When when = {});
 
   const Value& value(ValueId v) const { return k_->values.at(v); }
   std::shared_ptr<const Kernel> build();

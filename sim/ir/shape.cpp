@@ -21,6 +21,16 @@ int64_t num_elements(const Shape& s) {
   return n;
 }
 
+bool broadcast_into(Shape& out, const Shape& s) {
+  if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t& o = out[out.size() - s.size() + i];
+    if (o == 1) o = s[i];
+    else if (s[i] != 1 && s[i] != o) return false;
+  }
+  return true;
+}
+
 std::string to_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 int64_t tiled_bytes(const Shape& s, DType t) {

@@ -15,6 +15,9 @@ inline constexpr int64_t kSublanes = 8;
 inline constexpr int64_t kLanes = 128;
 
 int64_t num_elements(const Shape& s);
+
+// Broadcasts `s` into `out` numpy-style (right-aligned, size-1 dims stretch); false if they clash.
+bool broadcast_into(Shape& out, const Shape& s);
 std::string to_string(const Shape& s);
 
 // Bytes a tensor occupies in the tiled layout: the last dim is padded to 128 lanes and the

@@ -70,6 +70,23 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
       s.mxu_pass_flops += d.flops() * passes;
     } else {
       const int64_t c = vpu_cycles(chip, k, op);
+      if (c == 0) {  // a view: its result is its operand, available when the operand is
+        int64_t ready = 0, first = 0, tiles_in = 1;
+        bool dot_in = false;
+        for (ValueId v : op.inputs) {
+          ready = std::max(ready, value_ready[v]);
+          first = std::max(first, first_ready[v]);
+          tiles_in = std::max(tiles_in, stream_tiles[v]);
+          dot_in = dot_in || from_dot[v];
+        }
+        value_ready[op.output] = ready;
+        first_ready[op.output] = first;
+        stream_tiles[op.output] = tiles_in;
+        from_dot[op.output] = dot_in;
+        ti.ready = ready;
+        ti.is_dot = dot_in;
+        continue;
+      }
       ti.start = std::max({issued, operands, vpu_free});
       int64_t end = ti.start + c;
       for (ValueId v : op.inputs)  // the last tile's share of the work follows the last tile

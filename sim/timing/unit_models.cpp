@@ -41,6 +41,18 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
     case OpKind::copy: return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::mask:  // iota, compare, select
       return per_cycle(3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::reshape: {  // a view unless the minor (lane) dim changes: then a relayout
+      const Shape& in = k.values.at(op.inputs.at(0)).shape;
+      const bool same_lanes = !in.empty() && !out.shape.empty() && in.back() == out.shape.back();
+      return same_lanes ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+    }
+    case OpKind::slice: {  // sublane-aligned slices of the last two dims, and leading dims, are views
+      const int rank = static_cast<int>(out.shape.size());
+      const bool view = op.axis < rank - 2 ||
+                        (op.axis == rank - 2 && op.start % kSublanes == 0 && op.size % kSublanes == 0);
+      return view ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    }
+    case OpKind::concat: return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::reduce: {
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const int rank = static_cast<int>(in.size());

@@ -22,7 +22,8 @@ struct MxuWork {
 };
 MxuWork mxu_work(const ChipSpec& chip, const DotShape& d, int passes);
 
-// VPU busy cycles for a non-dot op, from its vreg count and op class.
+// VPU busy cycles for a non-dot op, from its vreg count and op class; 0 for views (aligned
+// slices, reshapes that keep the lane dim), which take no unit.
 int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op);
 
 }  // namespace tpusim

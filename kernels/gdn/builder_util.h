@@ -1,0 +1,44 @@
+// Helpers shared by the GDN schedule generators: chunk-major BlockSpecs, dot dimension numbers for
+// batched products and their transposes, and the `_bdot` convention (cast operands, f32 result).
+#pragma once
+#include <string>
+
+#include "kernels/gdn/shape.h"
+#include "sim/ir/kernel.h"
+
+namespace tpusim::kernels::gdn {
+
+// [th, m, k] x [th, k, n]; [th, m, k] x [th, n, k]^T; [th, k, m]^T x [th, k, n].
+inline DotDims nn() { return {{2}, {1}, {0}, {0}}; }
+inline DotDims nt() { return {{2}, {2}, {0}, {0}}; }
+inline DotDims tn() { return {{1}, {1}, {0}, {0}}; }
+
+class GdnBuilder {
+ public:
+  GdnBuilder(KernelBuilder& b, const GdnShape& s, Precision p) : b_(b), s_(s), p_(p) {}
+
+  // A [B, N, H, rows, cols] array streamed per chunk as a (1, 1, th, rows, cols) block; inputs
+  // are seen as [th, rows, cols]. rows is C for per-token data and Dk for per-chunk states.
+  ValueId chunk_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th,
+                      const IndexMap& map);
+  ValueId chunk_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th,
+                       const IndexMap& map);
+  // A [B, H, Dk, Dv] array as a (1, th, Dk, Dv) block at (b, head tile), seen as [th, Dk, Dv].
+  ValueId state_input(const std::string& name, int64_t th);
+  ValueId state_output(const std::string& name, int64_t th);
+
+  // MaxText's _bdot: operands cast to the compute dtype, dot_general, f32 result.
+  ValueId bdot(const std::string& name, ValueId a, ValueId b, DotDims dims);
+  ValueId cast_compute(ValueId v);
+  // The decay matrix: where(tril, exp(where(tril, g_i - g_j, 0)), 0) from g [th, C, 1].
+  ValueId decay(ValueId g, int64_t th);
+
+  KernelBuilder& k() { return b_; }
+
+ private:
+  KernelBuilder& b_;
+  const GdnShape& s_;
+  Precision p_;
+};
+
+}  // namespace tpusim::kernels::gdn
