@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include "sim/error.h"
@@ -23,6 +24,16 @@ std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (size_t i = 0; i < r.item_stages.size(); ++i) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == r.item_stages[i]; });
+    if (it == out.end()) out.emplace_back(r.item_stages[i], r.item_cycles[i]);
+    else it->second += r.item_cycles[i];
+  }
+  return out;
+}
 
 std::string summary_text(const RunResult& r, const ChipSpec& chip) {
   std::string out;
@@ -45,6 +56,13 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
     if (r.unit_busy[u] > 0)
       out += fmt::format("  {} {:.1f}%", r.units[u].name, 100.0 * r.unit_busy[u] / r.cycles);
   out += "\n";
+  const auto stages = stage_cycles(r);
+  if (stages.size() > 1) {
+    out += "by stage:";
+    for (const auto& [stage, cycles] : stages)
+      out += fmt::format("  {} {:.3f} ms", stage, chip.cycles_to_s(cycles) * 1e3);
+    out += "\n";
+  }
   for (const KernelStats& k : r.kernels)
     out += fmt::format("kernel {} [{}] grid {} x{}: VMEM {} of {} ({:.1f}%)\n", k.name,
                        origin_name(k.origin), fmt::join(k.grid, "x"), k.calls,
@@ -101,6 +119,9 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
     kernels.push_back(kj);
   }
   j["kernels"] = kernels;
+  json stages = json::array();
+  for (const auto& [stage, cycles] : stage_cycles(r)) stages.push_back({{"stage", stage}, {"time_s", chip.cycles_to_s(cycles)}});
+  j["stages"] = stages;
   return j;
 }
 

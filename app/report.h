@@ -15,6 +15,9 @@ namespace tpusim {
 
 std::string summary_text(const RunResult& r, const ChipSpec& chip);
 
+// Time per stage label (program items without a stage count under their name), in program order.
+std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);
+
 // `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
 

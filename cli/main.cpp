@@ -16,6 +16,10 @@
 #include "app/report.h"
 #include "app/timeline_svg.h"
 #include "kernels/generic.h"
+#include "kernels/gdn/invert.h"
+#include "kernels/gdn/layer.h"
+#include "kernels/gdn/scan.h"
+#include "kernels/gdn/xla.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
 #include "sim/timing/engine.h"
@@ -44,11 +48,11 @@ DType parse_dtype(const std::string& s) {
   throw Error(fmt::format("unknown dtype '{}' (known: bf16, f32)", s));
 }
 
-void run_and_report(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
-                    const nlohmann::json& config, const Outputs& out) {
+void run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
+                    const Outputs& out) {
   SimOptions opt;
   opt.record_timeline = out.timeline();
-  const RunResult r = simulate_kernel(chip, std::move(kernel), opt);
+  const RunResult r = simulate(chip, program, opt);
   OutputFiles files;
   if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
   if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
@@ -60,6 +64,43 @@ void run_and_report(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
   files.commit();
   std::cout << summary_text(r, chip);
 }
+
+void run_and_report(const ChipSpec& chip, std::shared_ptr<const Kernel> kernel,
+                    const nlohmann::json& config, const Outputs& out) {
+  Program p;
+  p.name = kernel->name;
+  p.add_kernel(std::move(kernel));
+  run_and_report(chip, p, config, out);
+}
+
+// Options shared by the GDN commands (gdn_kernels.md notation).
+struct GdnArgs {
+  std::string chip = "v5e", build = "ladder", dtype = "bf16", pass = "fwd";
+  kernels::gdn::GdnShape shape;
+  int64_t head_tile = 0, tile_n = 0;
+  Outputs out;
+
+  CLI::App* add(CLI::App* parent, const std::string& name, const std::string& help) {
+    CLI::App* c = parent->add_subcommand(name, help);
+    c->add_option("--chip", chip, "chip name or chip YAML file")->capture_default_str();
+    c->add_option("--batch", shape.batch, "per-device batch B")->capture_default_str();
+    c->add_option("--seq", shape.seq, "sequence length T (a multiple of the chunk)")->capture_default_str();
+    c->add_option("--heads", shape.heads, "value heads H")->capture_default_str();
+    c->add_option("--chunk", shape.chunk, "chunk size C")->capture_default_str();
+    c->add_option("--dk", shape.dk, "key head dim")->capture_default_str();
+    c->add_option("--dv", shape.dv, "value head dim")->capture_default_str();
+    c->add_option("--dtype", dtype, "compute dtype (bf16, f32)")->capture_default_str();
+    out.add_to(c);
+    return c;
+  }
+  nlohmann::json config(const std::string& command, const ChipSpec& c) const {
+    return {{"command", command}, {"chip", c.name},        {"batch", shape.batch},
+            {"seq", shape.seq},   {"heads", shape.heads},  {"chunk", shape.chunk},
+            {"dk", shape.dk},     {"dv", shape.dv},        {"dtype", dtype},
+            {"build", build},     {"head_tile", head_tile}, {"tile_n", tile_n},
+            {"pass", pass}};
+  }
+};
 
 std::string repo_file(const std::string& relative) {
   return (fs::path(models_dir()).parent_path() / relative).string();
@@ -149,6 +190,21 @@ int main(int argc, char** argv) {
   ew->add_option("--dtype", dtype, "dtype (bf16, f32)")->capture_default_str();
   ew_out.add_to(ew);
 
+  GdnArgs gdn;
+  CLI::App* gdn_layer = gdn.add(kernel, "gdn-layer", "one GDN layer core, forward + remat forward + backward, for a build of the kernel change");
+  gdn_layer->add_option("--build", gdn.build, "main, scan, heads or ladder")->capture_default_str();
+  gdn_layer->add_option("--head-tile", gdn.head_tile, "heads per scan grid cell, forward and backward (default: the build's)");
+  gdn_layer->add_option("--tile-n", gdn.tile_n, "chunk tiles per inversion grid cell (default: 8, 4, 2 or 1)");
+  CLI::App* gdn_fwd = gdn.add(kernel, "gdn-scan-fwd", "the inter-chunk scan forward kernel");
+  gdn_fwd->add_option("--head-tile", gdn.head_tile, "heads per grid cell (default 8)");
+  CLI::App* gdn_bwd = gdn.add(kernel, "gdn-scan-bwd", "the inter-chunk scan backward kernel");
+  gdn_bwd->add_option("--head-tile", gdn.head_tile, "heads per grid cell (default 4)");
+  CLI::App* gdn_lax = gdn.add(kernel, "gdn-lax-scan", "the XLA baseline: lax.scan over chunks with the state in HBM");
+  gdn_lax->add_option("--pass", gdn.pass, "fwd, remat (forward stacking residuals) or bwd")->capture_default_str();
+  CLI::App* gdn_inv = gdn.add(kernel, "gdn-invert", "the triangular inversion ladder kernel");
+  gdn_inv->add_option("--tile-n", gdn.tile_n, "chunk tiles per grid cell (default: 8, 4, 2 or 1)");
+  CLI::App* gdn_solve = gdn.add(kernel, "gdn-solve-triangular", "the XLA baseline: solve_triangular's row-sequential loop");
+
   CLI::App* chip_cmd = app.add_subcommand("chip", "print a chip spec and where each value comes from");
   chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
 
@@ -179,6 +235,37 @@ int main(int argc, char** argv) {
                                {"dtype", dtype}};
       run_and_report(chip, kernels::elementwise_scale(rows, cols, block_rows, parse_dtype(dtype)),
                      config, ew_out);
+    } else if (gdn_layer->parsed() || gdn_fwd->parsed() || gdn_bwd->parsed() || gdn_lax->parsed() ||
+               gdn_inv->parsed() || gdn_solve->parsed()) {
+      namespace g = kernels::gdn;
+      gdn.shape.compute = parse_dtype(gdn.dtype);
+      gdn.shape.check();
+      const ChipSpec chip = load_chip(gdn.chip);
+      Program p;
+      std::string command;
+      if (gdn_layer->parsed()) {
+        command = "kernel gdn-layer";
+        p = g::layer_core(gdn.shape, {g::parse_build(gdn.build), gdn.head_tile, gdn.head_tile, gdn.tile_n});
+      } else if (gdn_fwd->parsed()) {
+        command = "kernel gdn-scan-fwd";
+        p.add_kernel(g::scan_forward(gdn.shape, {gdn.head_tile > 0 ? gdn.head_tile : 8}));
+      } else if (gdn_bwd->parsed()) {
+        command = "kernel gdn-scan-bwd";
+        p.add_kernel(g::scan_backward(gdn.shape, {gdn.head_tile > 0 ? gdn.head_tile : 4}));
+      } else if (gdn_lax->parsed()) {
+        command = "kernel gdn-lax-scan";
+        if (gdn.pass != "fwd" && gdn.pass != "remat" && gdn.pass != "bwd")
+          throw Error(fmt::format("unknown --pass '{}' (known: fwd, remat, bwd)", gdn.pass));
+        p = gdn.pass == "bwd" ? g::xla_lax_scan_backward(gdn.shape) : g::xla_lax_scan_forward(gdn.shape, gdn.pass == "remat");
+      } else if (gdn_inv->parsed()) {
+        command = "kernel gdn-invert";
+        p.add_kernel(g::invert_ladder(gdn.shape, gdn.tile_n > 0 ? gdn.tile_n : g::default_tile_n(gdn.shape.chunks())));
+      } else {
+        command = "kernel gdn-solve-triangular";
+        p = g::xla_solve_triangular(gdn.shape);
+      }
+      if (p.name.empty()) p.name = command;
+      run_and_report(chip, p, gdn.config(command, chip), gdn.out);
     } else if (chip_cmd->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
       fmt::print("chip {}\n", chip.name);

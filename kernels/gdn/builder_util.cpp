@@ -25,14 +25,14 @@ ValueId GdnBuilder::chunk_output(const std::string& name, int64_t rows, int64_t 
   return b_.output({name, {s_.batch, s_.chunks(), s_.heads, rows, cols}, t}, {1, 1, th, rows, cols}, map);
 }
 
-ValueId GdnBuilder::state_input(const std::string& name, int64_t th) {
-  const ValueId v = b_.input({name, {s_.batch, s_.heads, s_.dk, s_.dv}, DType::f32}, {1, th, s_.dk, s_.dv},
+ValueId GdnBuilder::head_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th) {
+  const ValueId v = b_.input({name, {s_.batch, s_.heads, rows, cols}, t}, {1, th, rows, cols},
                              IndexMap({axis(0), axis(1), constant(0), constant(0)}));
-  return b_.reshape(name, v, {th, s_.dk, s_.dv});
+  return b_.reshape(name, v, {th, rows, cols});
 }
 
-ValueId GdnBuilder::state_output(const std::string& name, int64_t th) {
-  return b_.output({name, {s_.batch, s_.heads, s_.dk, s_.dv}, DType::f32}, {1, th, s_.dk, s_.dv},
+ValueId GdnBuilder::head_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th) {
+  return b_.output({name, {s_.batch, s_.heads, rows, cols}, t}, {1, th, rows, cols},
                    IndexMap({axis(0), axis(1), constant(0), constant(0)}));
 }
 

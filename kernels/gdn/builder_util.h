@@ -23,9 +23,12 @@ class GdnBuilder {
                       const IndexMap& map);
   ValueId chunk_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th,
                        const IndexMap& map);
-  // A [B, H, Dk, Dv] array as a (1, th, Dk, Dv) block at (b, head tile), seen as [th, Dk, Dv].
-  ValueId state_input(const std::string& name, int64_t th);
-  ValueId state_output(const std::string& name, int64_t th);
+  // A [B, H, rows, cols] array as a (1, th, rows, cols) block at grid (b, head tile, ...), inputs
+  // seen as [th, rows, cols]: the recurrent state (rows, cols = Dk, Dv), or one chunk's slice.
+  ValueId head_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th);
+  ValueId head_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th);
+  ValueId state_input(const std::string& name, int64_t th) { return head_input(name, s_.dk, s_.dv, DType::f32, th); }
+  ValueId state_output(const std::string& name, int64_t th) { return head_output(name, s_.dk, s_.dv, DType::f32, th); }
 
   // MaxText's _bdot: operands cast to the compute dtype, dot_general, f32 result.
   ValueId bdot(const std::string& name, ValueId a, ValueId b, DotDims dims);

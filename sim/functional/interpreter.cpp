@@ -371,9 +371,12 @@ void round_to(std::vector<float>& data, DType dtype) {
 void execute(const Kernel& k, ArrayMap& arrays) { KernelRun(k, arrays).run(); }
 
 void execute(const Program& p, ArrayMap& arrays) {
-  for (const ProgramItem& item : p.items)
-    if (const auto* call = std::get_if<KernelCall>(&item.what))
-      for (int64_t r = 0; r < call->repeat; ++r) execute(*call->kernel, arrays);
+  for (const ProgramItem& item : p.items) {
+    if (const auto* call = std::get_if<KernelCall>(&item.what)) execute(*call->kernel, arrays);
+    if (const auto* loop = std::get_if<Loop>(&item.what))
+      for (int64_t t = 0; t < loop->trips; ++t)
+        for (const auto& k : loop->body) execute(*k, arrays);
+  }
 }
 
 }  // namespace tpusim

@@ -35,7 +35,7 @@ void round_to(std::vector<float>& data, DType dtype);
 // BlockSpec arrays); outputs are created or overwritten.
 void execute(const Kernel& k, ArrayMap& arrays);
 
-// Runs every kernel call of `p` in order (`repeat` times each); collectives move no data here.
+// Runs every kernel call of `p` in order (loops `trips` times); collectives move no data here.
 void execute(const Program& p, ArrayMap& arrays);
 
 }  // namespace tpusim

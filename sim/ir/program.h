@@ -14,8 +14,13 @@ namespace tpusim {
 
 struct KernelCall {
   std::shared_ptr<const Kernel> kernel;
-  int64_t repeat = 1;  // a while loop whose body is this kernel: iterations run back to back
-  bool loop = false;   // true: each iteration pays the chip's while-loop overhead
+};
+
+// An XLA while loop: `trips` iterations of the body kernels in order; each iteration pays the
+// chip's while-loop overhead once.
+struct Loop {
+  std::vector<std::shared_ptr<const Kernel>> body;
+  int64_t trips = 1;
 };
 
 enum class CollectiveKind : uint8_t { all_gather, reduce_scatter, all_reduce, permute };
@@ -38,16 +43,20 @@ struct Collective {
 
 struct ProgramItem {
   std::string name;
-  std::variant<KernelCall, Collective> what;
+  std::variant<KernelCall, Collective, Loop> what;
   std::vector<int> deps;  // indices of earlier items
+  std::string stage;      // a grouping for reports (e.g. "scan fwd"); empty: the item's name
 };
 
 struct Program {
   std::string name;
   std::vector<ProgramItem> items;
 
-  int add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps = {}, int64_t repeat = 1,
-                 bool loop = false);
+  int add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps = {}, std::string stage = "");
+  int add_loop(std::string name, std::vector<std::shared_ptr<const Kernel>> body, int64_t trips,
+               std::vector<int> deps = {});
+  // Appends every item of `other` (its dependencies shifted), labelled with `stage` where unset.
+  void append(const Program& other, const std::string& stage = "");
   int add_collective(std::string name, Collective c, std::vector<int> deps = {});
 };
 

@@ -56,6 +56,7 @@ class Chip : public sc_core::sc_module {
   }
   std::vector<KernelStats>* stats = nullptr;
   std::vector<int>* item_kernel = nullptr;
+  std::vector<int64_t>* item_cycles = nullptr;
 
  private:
   void charge_all(Cause c, int64_t until) {
@@ -78,55 +79,66 @@ class Chip : public sc_core::sc_module {
         rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
                   static_cast<int>(i), -1);
         done[i] = free;
+        (*item_cycles)[i] = free - start;
         collectives_done = std::max(collectives_done, free);
         continue;
       }
-      const KernelCall& call = std::get<KernelCall>(item.what);
-      const Kernel& k = *call.kernel;
       if (deps > now_cycles()) wait(cycles(deps - now_cycles()));
       charge_all(Cause::collective, now_cycles());
-
-      auto [it, fresh] = kernel_index_.emplace(&k, static_cast<int>(stats->size()));
-      if (fresh) {
-        KernelStats ks;
-        ks.name = k.name;
-        ks.origin = k.origin;
-        ks.grid = k.grid;
-        ks.vmem = vmem_usage(k);
-        ks.vmem_limit_bytes = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip_.scoped_vmem_bytes;
-        stats->push_back(std::move(ks));
-        counters_.emplace_back();
+      const int64_t t0 = now_cycles();
+      if (const auto* call = std::get_if<KernelCall>(&item.what)) {
+        run_kernel(static_cast<int>(i), *call->kernel, false);
+      } else {
+        const Loop& loop = std::get<Loop>(item.what);
+        for (int64_t t = 0; t < loop.trips; ++t)
+          for (size_t j = 0; j < loop.body.size(); ++j) run_kernel(static_cast<int>(i), *loop.body[j], j == 0);
       }
-      (*item_kernel)[i] = it->second;
-      KernelStats& ks = (*stats)[it->second];
-      const auto before = cores_[0]->account().time;
-      const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
-
-      const int axis = split_axis(k, chip_.tensorcores);
-      const int used = axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
-      remaining_ = used;
-      for (int c = 0; c < used; ++c) {
-        CoreWork w{&k, static_cast<int>(i), call.repeat, call.loop, axis, 0, 0};
-        if (axis >= 0) {
-          w.lo = k.grid[axis] * c / used;
-          w.hi = k.grid[axis] * (c + 1) / used;
-        }
-        cores_[c]->start(w, &counters_[it->second], &all_done_, &remaining_);
-      }
-      wait(all_done_);
-      charge_all(Cause::idle, now_cycles());
       done[i] = now_cycles();
-
-      ks.calls += 1;
-      ks.cycles += now_cycles() - t0;
-      ks.hbm_read_bytes += hbm_.read_bytes() - read0;
-      ks.hbm_write_bytes += hbm_.write_bytes() - write0;
-      const auto& after = cores_[0]->account().time;
-      for (int c = 0; c < kNumCauses; ++c) ks.time[c] += after[c] - before[c];
+      (*item_cycles)[i] = now_cycles() - t0;
     }
     if (collectives_done > now_cycles()) wait(cycles(collectives_done - now_cycles()));
     charge_all(Cause::collective, now_cycles());
     end_ = now_cycles();
+  }
+
+  // Runs one kernel on the TensorCores (split over both on a megacore chip) and waits for it.
+  void run_kernel(int item, const Kernel& k, bool loop_iteration) {
+    auto [it, fresh] = kernel_index_.emplace(&k, static_cast<int>(stats->size()));
+    if (fresh) {
+      KernelStats ks;
+      ks.name = k.name;
+      ks.origin = k.origin;
+      ks.grid = k.grid;
+      ks.vmem = vmem_usage(k);
+      ks.vmem_limit_bytes = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip_.scoped_vmem_bytes;
+      stats->push_back(std::move(ks));
+      counters_.emplace_back();
+    }
+    if ((*item_kernel)[item] < 0) (*item_kernel)[item] = it->second;
+    KernelStats& ks = (*stats)[it->second];
+    const auto before = cores_[0]->account().time;
+    const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
+
+    const int axis = split_axis(k, chip_.tensorcores);
+    const int used = axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
+    remaining_ = used;
+    for (int c = 0; c < used; ++c) {
+      CoreWork w{&k, item, loop_iteration, axis, 0, 0};
+      if (axis >= 0) {
+        w.lo = k.grid[axis] * c / used;
+        w.hi = k.grid[axis] * (c + 1) / used;
+      }
+      cores_[c]->start(w, &counters_[it->second], &all_done_, &remaining_);
+    }
+    wait(all_done_);
+    charge_all(Cause::idle, now_cycles());
+
+    ks.calls += 1;
+    ks.cycles += now_cycles() - t0;
+    ks.hbm_read_bytes += hbm_.read_bytes() - read0;
+    ks.hbm_write_bytes += hbm_.write_bytes() - write0;
+    const auto& after = cores_[0]->account().time;
+    for (int c = 0; c < kNumCauses; ++c) ks.time[c] += after[c] - before[c];
   }
 
   const ChipSpec& chip_;
@@ -143,24 +155,24 @@ class Chip : public sc_core::sc_module {
 };
 
 void validate(const ChipSpec& chip, const Program& program) {
-  for (const ProgramItem& item : program.items) {
-    const auto* call = std::get_if<KernelCall>(&item.what);
-    if (!call) {
-      const Collective& c = std::get<Collective>(item.what);
-      if (c.axis.size < 1 || c.bytes < 0)
-        throw Error(fmt::format("collective '{}': axis '{}' of size {} with {} bytes", item.name,
-                                c.axis.name, c.axis.size, c.bytes));
-      continue;
-    }
-    const Kernel& k = *call->kernel;
+  auto check_kernel = [&](const Kernel& k) {
     check_block_shapes(k);
     const int64_t limit = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip.scoped_vmem_bytes;
     if (k.vmem_limit_bytes > chip.vmem_bytes)
       throw Error(fmt::format("kernel '{}': vmem_limit_bytes {} exceeds the {} of VMEM on {}", k.name,
                               k.vmem_limit_bytes, format_bytes(chip.vmem_bytes), chip.name));
-    check_vmem(k, vmem_usage(k),  limit,
+    check_vmem(k, vmem_usage(k), limit,
                k.vmem_limit_bytes > 0 ? "kernel's vmem_limit_bytes"
                                       : fmt::format("scoped VMEM limit on {}", chip.name));
+  };
+  for (const ProgramItem& item : program.items) {
+    if (const auto* call = std::get_if<KernelCall>(&item.what)) check_kernel(*call->kernel);
+    if (const auto* loop = std::get_if<Loop>(&item.what))
+      for (const auto& k : loop->body) check_kernel(*k);
+    if (const auto* c = std::get_if<Collective>(&item.what))
+      if (c->axis.size < 1 || c->bytes < 0)
+        throw Error(fmt::format("collective '{}': axis '{}' of size {} with {} bytes", item.name,
+                                c->axis.name, c->axis.size, c->bytes));
   }
 }
 
@@ -184,8 +196,13 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
     Chip top("chip", chip, program, rec);
     top.stats = &r.kernels;
     r.item_kernel.assign(program.items.size(), -1);
-    for (const ProgramItem& item : program.items) r.item_names.push_back(item.name);
+    for (const ProgramItem& item : program.items) {
+      r.item_names.push_back(item.name);
+      r.item_stages.push_back(item.stage.empty() ? item.name : item.stage);
+    }
+    r.item_cycles.assign(program.items.size(), 0);
     top.item_kernel = &r.item_kernel;
+    top.item_cycles = &r.item_cycles;
     sc_core::sc_start();
     top.collect(r);
   }

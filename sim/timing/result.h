@@ -73,6 +73,8 @@ struct RunResult {
   std::vector<KernelStats> kernels;        // one per distinct kernel, in program order
   std::vector<std::string> item_names;     // per program item
   std::vector<int> item_kernel;            // per program item: index into kernels, -1 if none
+  std::vector<std::string> item_stages;    // per program item: its stage label (or name)
+  std::vector<int64_t> item_cycles;        // per program item: from its start to its end
   std::vector<std::string> labels;
   std::vector<TimelineEvent> events;       // empty unless recording was requested
 

@@ -67,12 +67,9 @@ void TensorCore::start(const CoreWork& work, KernelCounters* counters, sc_core::
 void TensorCore::run() {
   for (;;) {
     wait(start_event_);
-    for (int64_t r = 0; r < work_.repeat; ++r) {
-      if (work_.loop)
-        wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles,
-                   work_.item, -1);
-      run_grid(work_);
-    }
+    if (work_.loop_iteration)
+      wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles, work_.item, -1);
+    run_grid(work_);
     if (--*remaining_ == 0) all_done_->notify(sc_core::SC_ZERO_TIME);
   }
 }

@@ -21,8 +21,7 @@ namespace tpusim {
 struct CoreWork {
   const Kernel* kernel = nullptr;
   int item = -1;
-  int64_t repeat = 1;
-  bool loop = false;
+  bool loop_iteration = false;  // the first kernel of a while-loop iteration: pays the loop overhead
   int split_axis = -1;
   int64_t lo = 0, hi = 0;
 };

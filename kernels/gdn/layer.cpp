@@ -1,0 +1,72 @@
+#include "kernels/gdn/layer.h"
+
+#include <fmt/format.h>
+
+#include "kernels/gdn/invert.h"
+#include "kernels/gdn/scan.h"
+#include "kernels/gdn/xla.h"
+#include "sim/error.h"
+
+namespace tpusim::kernels::gdn {
+
+Build parse_build(const std::string& n) {
+  for (Build b : {Build::main, Build::scan, Build::heads, Build::ladder})
+    if (name(b) == n) return b;
+  throw Error(fmt::format("unknown GDN build '{}' (known: main, scan, heads, ladder)", n));
+}
+
+std::string name(Build b) {
+  switch (b) {
+    case Build::main: return "main";
+    case Build::scan: return "scan";
+    case Build::heads: return "heads";
+    case Build::ladder: return "ladder";
+  }
+  return "?";
+}
+
+Program layer_core(const GdnShape& s, const LayerOptions& o) {
+  s.check();
+  const bool kernels = o.build != Build::main;
+  const bool batched = o.build == Build::heads || o.build == Build::ladder;
+  const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd : batched ? 8 : 1;
+  const int64_t th_bwd = o.head_tile_bwd > 0 ? o.head_tile_bwd : batched ? 4 : 1;
+  const int64_t tile_n = o.tile_n > 0 ? o.tile_n : default_tile_n(s.chunks());
+
+  Program p;
+  p.name = fmt::format("gdn layer core ({})", name(o.build));
+  auto forward = [&](const std::string& phase) {
+    p.add_kernel(xla_prep(s), {}, phase + ": prep");
+    p.add_kernel(xla_gates_s(s), {}, phase + ": gates + S");
+    if (o.build == Build::ladder) {
+      p.add_kernel(invert_ladder(s, tile_n), {}, phase + ": inversion");
+    } else {
+      p.append(xla_solve_triangular(s), phase + ": inversion");
+    }
+    p.add_kernel(xla_wy(s), {}, phase + ": WY");
+    if (kernels) {
+      p.add_kernel(scan_forward(s, {th_fwd, Precision::default_}), {}, phase + ": scan");
+    } else {
+      p.append(xla_lax_scan_forward(s, phase == "remat"), phase + ": scan");
+    }
+  };
+  forward("fwd");
+  forward("remat");
+  if (kernels) {
+    p.add_kernel(scan_backward(s, {th_bwd, Precision::default_}), {}, "bwd: scan");
+  } else {
+    p.append(xla_lax_scan_backward(s), "bwd: scan");
+  }
+  p.add_kernel(xla_wy_backward(s), {}, "bwd: WY");
+  if (o.build == Build::ladder) {
+    p.add_kernel(invert_vjp(s), {}, "bwd: inversion");
+  } else {
+    p.append(xla_solve_triangular(s), "bwd: inversion");  // the transposed solve
+    p.add_kernel(xla_solve_vjp_product(s), {}, "bwd: inversion");
+  }
+  p.add_kernel(xla_s_backward(s), {}, "bwd: S");
+  p.add_kernel(xla_prep_backward(s), {}, "bwd: prep");
+  return p;
+}
+
+}  // namespace tpusim::kernels::gdn

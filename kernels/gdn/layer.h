@@ -1,0 +1,31 @@
+// One GDN layer core (gdn_kernels.md stages 0-5 and their backward) for one training step under
+// remat "full": the forward, its recompute in the backward pass, then the backward. Each build of
+// the kernel change (MaxText PR #4348) swaps one part:
+//   main    XLA solve_triangular + lax.scan over chunks (state in HBM)
+//   scan    + the inter-chunk scan kernels (state in VMEM), one head per grid cell
+//   heads   + head batching: scan forward 8 heads, backward 4 heads per grid cell
+//   ladder  + the inversion ladder kernel (8 chunk tiles per cell) and its XLA VJP
+// Items carry stage labels ("fwd: inversion", "bwd: scan", ...) for the per-stage breakdown.
+#pragma once
+#include <string>
+
+#include "kernels/gdn/shape.h"
+#include "sim/ir/program.h"
+
+namespace tpusim::kernels::gdn {
+
+enum class Build { main, scan, heads, ladder };
+
+struct LayerOptions {
+  Build build = Build::ladder;
+  int64_t head_tile_fwd = 0;  // 0: the build's default
+  int64_t head_tile_bwd = 0;
+  int64_t tile_n = 0;         // 0: the build's default (MaxText's first of 8, 4, 2 dividing N)
+};
+
+Build parse_build(const std::string& name);  // throws Error listing the builds
+std::string name(Build b);
+
+Program layer_core(const GdnShape& s, const LayerOptions& o);
+
+}  // namespace tpusim::kernels::gdn

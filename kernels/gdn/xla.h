@@ -1,0 +1,42 @@
+// What XLA runs around and instead of the GDN Pallas kernels, in the same IR (origin xla):
+//  - the chunk-parallel stages (gdn_kernels.md stages 0-2 and 4, and their backward 4'-0');
+//  - the baselines the kernels replace (xla_lowering.md sections 1-2):
+//    * solve_triangular as TriangularSolveExpander lowers it for C <= 128: a prologue, a while
+//      loop of C - 1 row steps over all B*N*H blocks whose [C, C] carry streams through HBM every
+//      iteration, and a final HIGHEST inv x b dot;
+//    * lax.scan over the N chunks with the state h in HBM: per iteration four fusions around the
+//      five HIGHEST dots (h is read three times and written once); the recompute under remat also
+//      stacks the per-iteration residuals; the reverse scan carries dh the same way.
+// XLA fusion boundaries are not public: each fusion here is one dot (or dot pair sharing operands)
+// with its elementwise producers and consumers, which is how XLA's TPU backend fuses around dots;
+// intermediates between fusions round-trip HBM. A batched row-vector x matrix product (the solve's
+// row step) is taken to run as multiply + reduce on the VPU rather than as an M = 1 MXU matmul.
+// The baselines are timing schedules: their ops have the right shapes and costs, but their dynamic
+// per-iteration indices (which row, which chunk) are not modelled, so they do not run functionally.
+#pragma once
+#include <memory>
+
+#include "kernels/gdn/shape.h"
+#include "sim/ir/program.h"
+
+namespace tpusim::kernels::gdn {
+
+// Forward chunk-parallel stages.
+std::shared_ptr<const Kernel> xla_prep(const GdnShape& s);      // l2norm q, k; chunk-major transposes
+std::shared_ptr<const Kernel> xla_gates_s(const GdnShape& s);   // g cumsum and S = tril_(beta k k^T e^(g_i - g_j))
+std::shared_ptr<const Kernel> xla_wy(const GdnShape& s);        // u = A (v beta), w = A (k beta e^g), HIGHEST
+// Backward chunk-parallel stages.
+std::shared_ptr<const Kernel> xla_wy_backward(const GdnShape& s);
+std::shared_ptr<const Kernel> xla_s_backward(const GdnShape& s);
+std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s);
+
+// Baselines.
+Program xla_solve_triangular(const GdnShape& s);      // also the transposed solve of its VJP
+std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s);  // -tril(ct X^T), HIGHEST
+Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals);
+Program xla_lax_scan_backward(const GdnShape& s);
+
+// Heads per grid step of XLA's per-iteration fusions: the first of 8, 4, 2 dividing H, else 1.
+int64_t xla_head_tile(int64_t heads);
+
+}  // namespace tpusim::kernels::gdn
