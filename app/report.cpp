@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "sim/error.h"
@@ -28,9 +28,12 @@ std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
 std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (size_t i = 0; i < r.item_stages.size(); ++i) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == r.item_stages[i]; });
-    if (it == out.end()) out.emplace_back(r.item_stages[i], r.item_cycles[i]);
-    else it->second += r.item_cycles[i];
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const auto& p) { return p.first == r.item_stages[i]; });
+    if (it == out.end())
+      out.emplace_back(r.item_stages[i], r.item_cycles[i]);
+    else
+      it->second += r.item_cycles[i];
   }
   return out;
 }
@@ -41,11 +44,12 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
   out += fmt::format("chip {}  time {:.4f} ms  ({} cycles at {:.3g} GHz)\n", r.chip, r.time_s * 1e3,
                      r.cycles, chip.clock_hz / 1e9);
   out += fmt::format("flops {:.4g}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s peak\n",
-                     static_cast<double>(r.flops), tflops, 100 * tflops * 1e12 / chip.peak_bf16_flops,
-                     chip.peak_bf16_flops / 1e12);
+                     static_cast<double>(r.flops), tflops,
+                     100 * tflops * 1e12 / chip.peak_bf16_flops, chip.peak_bf16_flops / 1e12);
   out += fmt::format("HBM {} read, {} written  ->  {:.1f} GB/s ({:.1f}% of {:.0f} GB/s)\n",
                      format_bytes(r.hbm_read_bytes), format_bytes(r.hbm_write_bytes),
-                     r.hbm_bytes() / r.time_s / 1e9, 100 * r.hbm_bytes() / r.time_s / chip.hbm_bytes_per_s,
+                     r.hbm_bytes() / r.time_s / 1e9,
+                     100 * r.hbm_bytes() / r.time_s / chip.hbm_bytes_per_s,
                      chip.hbm_bytes_per_s / 1e9);
   out += "TensorCore 0 time:";
   for (int c = 0; c < kNumCauses; ++c)
@@ -88,7 +92,8 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
   j["hbm_write_bytes"] = r.hbm_write_bytes;
   j["vmem_peak_bytes"] = r.vmem_peak_bytes;
   json busy = json::object();
-  for (size_t u = 0; u < r.units.size(); ++u) busy[r.units[u].name] = chip.cycles_to_s(r.unit_busy[u]);
+  for (size_t u = 0; u < r.units.size(); ++u)
+    busy[r.units[u].name] = chip.cycles_to_s(r.unit_busy[u]);
   j["busy_s"] = busy;
   json stall = json::object();
   for (int c = 0; c < kNumCauses; ++c)
@@ -111,16 +116,19 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
     kj["vmem_bytes"] = k.vmem.total_bytes;
     kj["vmem_limit_bytes"] = k.vmem_limit_bytes;
     json items = json::array();
-    for (const VmemItem& it : k.vmem.items) items.push_back({{"what", it.what}, {"bytes", it.bytes}});
+    for (const VmemItem& it : k.vmem.items)
+      items.push_back({{"what", it.what}, {"bytes", it.bytes}});
     kj["vmem_items"] = items;
     json ks = json::object();
-    for (int c = 0; c < kNumCauses; ++c) ks[std::string(name(static_cast<Cause>(c)))] = chip.cycles_to_s(k.time[c]);
+    for (int c = 0; c < kNumCauses; ++c)
+      ks[std::string(name(static_cast<Cause>(c)))] = chip.cycles_to_s(k.time[c]);
     kj["core_time_s"] = ks;
     kernels.push_back(kj);
   }
   j["kernels"] = kernels;
   json stages = json::array();
-  for (const auto& [stage, cycles] : stage_cycles(r)) stages.push_back({{"stage", stage}, {"time_s", chip.cycles_to_s(cycles)}});
+  for (const auto& [stage, cycles] : stage_cycles(r))
+    stages.push_back({{"stage", stage}, {"time_s", chip.cycles_to_s(cycles)}});
   j["stages"] = stages;
   return j;
 }
@@ -129,12 +137,21 @@ nlohmann::json chrome_trace(const RunResult& r) {
   using nlohmann::json;
   const double us_per_cycle = 1e6 / r.clock_hz;
   json events = json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
                     {"args", {{"name", "tpusim " + r.chip}}}});
   for (size_t u = 0; u < r.units.size(); ++u) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", u},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", u},
                       {"args", {{"name", r.units[u].name}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", u},
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", u},
                       {"args", {{"sort_index", u}}}});
   }
   for (const TimelineEvent& e : r.events) {

@@ -3,7 +3,6 @@
 // are staged and only written once everything succeeded, so a failed run leaves no partial files.
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>

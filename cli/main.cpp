@@ -4,9 +4,9 @@
 //   calibrate [--write]                 fit the engine constants to the v5e matmul table
 //   bench                               measure simulation speed
 // Every simulating command takes --json FILE and --trace FILE. Errors print one line and exit 2.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,11 +15,11 @@
 #include "app/matmul_table.h"
 #include "app/report.h"
 #include "app/timeline_svg.h"
-#include "kernels/generic.h"
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/layer.h"
 #include "kernels/gdn/scan.h"
 #include "kernels/gdn/xla.h"
+#include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
 #include "sim/timing/engine.h"
@@ -36,7 +36,8 @@ struct Outputs {
     cmd->add_option("--json", json, "write machine-readable results to FILE");
     cmd->add_option("--trace", trace, "write a Chrome trace-event JSON (open in Perfetto) to FILE");
     cmd->add_option("--svg", svg, "write a timeline picture (SVG) to FILE");
-    cmd->add_option("--window-us", window_us, "time window of the SVG picture: FROM TO (microseconds)")
+    cmd->add_option("--window-us", window_us,
+                    "time window of the SVG picture: FROM TO (microseconds)")
         ->expected(2);
   }
   bool timeline() const { return !trace.empty() || !svg.empty(); }
@@ -84,7 +85,8 @@ struct GdnArgs {
     CLI::App* c = parent->add_subcommand(name, help);
     c->add_option("--chip", chip, "chip name or chip YAML file")->capture_default_str();
     c->add_option("--batch", shape.batch, "per-device batch B")->capture_default_str();
-    c->add_option("--seq", shape.seq, "sequence length T (a multiple of the chunk)")->capture_default_str();
+    c->add_option("--seq", shape.seq, "sequence length T (a multiple of the chunk)")
+        ->capture_default_str();
     c->add_option("--heads", shape.heads, "value heads H")->capture_default_str();
     c->add_option("--chunk", shape.chunk, "chunk size C")->capture_default_str();
     c->add_option("--dk", shape.dk, "key head dim")->capture_default_str();
@@ -94,9 +96,9 @@ struct GdnArgs {
     return c;
   }
   nlohmann::json config(const std::string& command, const ChipSpec& c) const {
-    return {{"command", command}, {"chip", c.name},        {"batch", shape.batch},
-            {"seq", shape.seq},   {"heads", shape.heads},  {"chunk", shape.chunk},
-            {"dk", shape.dk},     {"dv", shape.dv},        {"dtype", dtype},
+    return {{"command", command}, {"chip", c.name},         {"batch", shape.batch},
+            {"seq", shape.seq},   {"heads", shape.heads},   {"chunk", shape.chunk},
+            {"dk", shape.dk},     {"dv", shape.dv},         {"dtype", dtype},
             {"build", build},     {"head_tile", head_tile}, {"tile_n", tile_n},
             {"pass", pass}};
   }
@@ -134,15 +136,18 @@ void bench() {
     opt.record_timeline = trace;
     const auto t0 = std::chrono::steady_clock::now();
     const RunResult r = simulate_kernel(chip, k, opt);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int64_t steps = k->grid_steps();
     // Simulated events: per grid step one body schedule replay, its ops and its DMA transfers.
     int64_t events = 0;
     if (trace) events = static_cast<int64_t>(r.events.size());
-    fmt::print("matmul 8192^3, blocks 128^3, {} grid steps, timeline {}: wall {:.3f} s, {:.2f} M grid steps/s{}, simulated {:.3f} ms\n",
-               steps, trace ? "on " : "off", wall, steps / wall / 1e6,
-               trace ? fmt::format(", {} timeline events ({:.2f} M/s)", events, events / wall / 1e6) : "",
-               r.time_s * 1e3);
+    fmt::print(
+        "matmul 8192^3, blocks 128^3, {} grid steps, timeline {}: wall {:.3f} s, {:.2f} M grid "
+        "steps/s{}, simulated {:.3f} ms\n",
+        steps, trace ? "on " : "off", wall, steps / wall / 1e6,
+        trace ? fmt::format(", {} timeline events ({:.2f} M/s)", events, events / wall / 1e6) : "",
+        r.time_s * 1e3);
   }
 }
 
@@ -159,7 +164,8 @@ int main(int argc, char** argv) {
   kernels::MatmulShape mm;
   std::string dtype = "bf16";
   Outputs mm_out;
-  CLI::App* matmul = kernel->add_subcommand("matmul", "blocked Pallas matmul (the Pallas TPU guide's kernel)");
+  CLI::App* matmul =
+      kernel->add_subcommand("matmul", "blocked Pallas matmul (the Pallas TPU guide's kernel)");
   matmul->add_option("--chip", chip_name, "chip name or chip YAML file")->capture_default_str();
   matmul->add_option("--m", mm.m, "rows of x and z")->required();
   matmul->add_option("--k", mm.k, "contracting dimension")->required();
@@ -191,48 +197,69 @@ int main(int argc, char** argv) {
   ew_out.add_to(ew);
 
   GdnArgs gdn;
-  CLI::App* gdn_layer = gdn.add(kernel, "gdn-layer", "one GDN layer core, forward + remat forward + backward, for a build of the kernel change");
+  CLI::App* gdn_layer = gdn.add(
+      kernel, "gdn-layer",
+      "one GDN layer core, forward + remat forward + backward, for a build of the kernel change");
   gdn_layer->add_option("--build", gdn.build, "main, scan, heads or ladder")->capture_default_str();
-  gdn_layer->add_option("--head-tile", gdn.head_tile, "heads per scan grid cell, forward and backward (default: the build's)");
-  gdn_layer->add_option("--tile-n", gdn.tile_n, "chunk tiles per inversion grid cell (default: 8, 4, 2 or 1)");
+  gdn_layer->add_option("--head-tile", gdn.head_tile,
+                        "heads per scan grid cell, forward and backward (default: the build's)");
+  gdn_layer->add_option("--tile-n", gdn.tile_n,
+                        "chunk tiles per inversion grid cell (default: 8, 4, 2 or 1)");
   CLI::App* gdn_fwd = gdn.add(kernel, "gdn-scan-fwd", "the inter-chunk scan forward kernel");
   gdn_fwd->add_option("--head-tile", gdn.head_tile, "heads per grid cell (default 8)");
   CLI::App* gdn_bwd = gdn.add(kernel, "gdn-scan-bwd", "the inter-chunk scan backward kernel");
   gdn_bwd->add_option("--head-tile", gdn.head_tile, "heads per grid cell (default 4)");
-  CLI::App* gdn_lax = gdn.add(kernel, "gdn-lax-scan", "the XLA baseline: lax.scan over chunks with the state in HBM");
-  gdn_lax->add_option("--pass", gdn.pass, "fwd, remat (forward stacking residuals) or bwd")->capture_default_str();
+  CLI::App* gdn_lax = gdn.add(kernel, "gdn-lax-scan",
+                              "the XLA baseline: lax.scan over chunks with the state in HBM");
+  gdn_lax->add_option("--pass", gdn.pass, "fwd, remat (forward stacking residuals) or bwd")
+      ->capture_default_str();
   CLI::App* gdn_inv = gdn.add(kernel, "gdn-invert", "the triangular inversion ladder kernel");
   gdn_inv->add_option("--tile-n", gdn.tile_n, "chunk tiles per grid cell (default: 8, 4, 2 or 1)");
-  CLI::App* gdn_solve = gdn.add(kernel, "gdn-solve-triangular", "the XLA baseline: solve_triangular's row-sequential loop");
+  CLI::App* gdn_solve = gdn.add(kernel, "gdn-solve-triangular",
+                                "the XLA baseline: solve_triangular's row-sequential loop");
 
-  CLI::App* chip_cmd = app.add_subcommand("chip", "print a chip spec and where each value comes from");
+  CLI::App* chip_cmd =
+      app.add_subcommand("chip", "print a chip spec and where each value comes from");
   chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
 
   bool write = false;
-  CLI::App* cal = app.add_subcommand("calibrate", "fit the engine constants to the v5e matmul table and print predicted against measured");
+  CLI::App* cal = app.add_subcommand(
+      "calibrate",
+      "fit the engine constants to the v5e matmul table and print predicted against measured");
   cal->add_flag("--write", write, "update models/chips/shared.yaml and docs/calibration.md");
 
-  CLI::App* bench_cmd = app.add_subcommand("bench", "measure simulation speed (8192^3 matmul, 128^3 blocks)");
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "measure simulation speed (8192^3 matmul, 128^3 blocks)");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (matmul->parsed()) {
       mm.dtype = parse_dtype(dtype);
       const ChipSpec chip = load_chip(chip_name);
-      nlohmann::json config = {{"command", "kernel matmul"}, {"chip", chip.name}, {"m", mm.m},
-                               {"k", mm.k}, {"n", mm.n}, {"bm", mm.bm}, {"bk", mm.bk},
-                               {"bn", mm.bn}, {"dtype", dtype}};
+      nlohmann::json config = {{"command", "kernel matmul"},
+                               {"chip", chip.name},
+                               {"m", mm.m},
+                               {"k", mm.k},
+                               {"n", mm.n},
+                               {"bm", mm.bm},
+                               {"bk", mm.bk},
+                               {"bn", mm.bn},
+                               {"dtype", dtype}};
       run_and_report(chip, kernels::pallas_matmul(mm), config, mm_out);
     } else if (xdot->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
-      nlohmann::json config = {{"command", "kernel xla-dot"}, {"chip", chip.name}, {"m", dm},
-                               {"k", dk}, {"n", dn}, {"dtype", dtype}};
+      nlohmann::json config = {{"command", "kernel xla-dot"},
+                               {"chip", chip.name},
+                               {"m", dm},
+                               {"k", dk},
+                               {"n", dn},
+                               {"dtype", dtype}};
       run_and_report(chip, kernels::xla_dot(chip, dm, dk, dn, parse_dtype(dtype)), config, dot_out);
     } else if (ew->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
-      nlohmann::json config = {{"command", "kernel elementwise"}, {"chip", chip.name},
-                               {"rows", rows}, {"cols", cols}, {"block_rows", block_rows},
-                               {"dtype", dtype}};
+      nlohmann::json config = {
+          {"command", "kernel elementwise"}, {"chip", chip.name}, {"rows", rows}, {"cols", cols},
+          {"block_rows", block_rows},        {"dtype", dtype}};
       run_and_report(chip, kernels::elementwise_scale(rows, cols, block_rows, parse_dtype(dtype)),
                      config, ew_out);
     } else if (gdn_layer->parsed() || gdn_fwd->parsed() || gdn_bwd->parsed() || gdn_lax->parsed() ||
@@ -245,7 +272,8 @@ int main(int argc, char** argv) {
       std::string command;
       if (gdn_layer->parsed()) {
         command = "kernel gdn-layer";
-        p = g::layer_core(gdn.shape, {g::parse_build(gdn.build), gdn.head_tile, gdn.head_tile, gdn.tile_n});
+        p = g::layer_core(gdn.shape,
+                          {g::parse_build(gdn.build), gdn.head_tile, gdn.head_tile, gdn.tile_n});
       } else if (gdn_fwd->parsed()) {
         command = "kernel gdn-scan-fwd";
         p.add_kernel(g::scan_forward(gdn.shape, {gdn.head_tile > 0 ? gdn.head_tile : 8}));
@@ -256,10 +284,12 @@ int main(int argc, char** argv) {
         command = "kernel gdn-lax-scan";
         if (gdn.pass != "fwd" && gdn.pass != "remat" && gdn.pass != "bwd")
           throw Error(fmt::format("unknown --pass '{}' (known: fwd, remat, bwd)", gdn.pass));
-        p = gdn.pass == "bwd" ? g::xla_lax_scan_backward(gdn.shape) : g::xla_lax_scan_forward(gdn.shape, gdn.pass == "remat");
+        p = gdn.pass == "bwd" ? g::xla_lax_scan_backward(gdn.shape)
+                              : g::xla_lax_scan_forward(gdn.shape, gdn.pass == "remat");
       } else if (gdn_inv->parsed()) {
         command = "kernel gdn-invert";
-        p.add_kernel(g::invert_ladder(gdn.shape, gdn.tile_n > 0 ? gdn.tile_n : g::default_tile_n(gdn.shape.chunks())));
+        p.add_kernel(g::invert_ladder(
+            gdn.shape, gdn.tile_n > 0 ? gdn.tile_n : g::default_tile_n(gdn.shape.chunks())));
       } else {
         command = "kernel gdn-solve-triangular";
         p = g::xla_solve_triangular(gdn.shape);

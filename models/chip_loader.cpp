@@ -76,10 +76,12 @@ void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen
     if (it == fields().end()) {
       std::string known;
       for (const auto& [k, _] : fields()) known += (known.empty() ? "" : ", ") + k;
-      yaml_fail(file, kv.first, key, fmt::format("unknown chip parameter (known: name, {})", known));
+      yaml_fail(file, kv.first, key,
+                fmt::format("unknown chip parameter (known: name, {})", known));
     }
     if (!v.IsMap() || !v["value"])
-      yaml_fail(file, v, key, "expected a mapping with 'value' and one of source/derived/calibrated/assumed");
+      yaml_fail(file, v, key,
+                "expected a mapping with 'value' and one of source/derived/calibrated/assumed");
     std::string provenance;
     for (const auto& p : v) {
       const std::string pk = p.first.as<std::string>();
@@ -93,7 +95,8 @@ void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen
     }
     if (provenance.empty())
       yaml_fail(file, v, key, "missing provenance: add source, derived, calibrated or assumed");
-    if (!seen.insert(key).second) yaml_fail(file, kv.first, key, "set twice (chip file and shared.yaml)");
+    if (!seen.insert(key).second)
+      yaml_fail(file, kv.first, key, "set twice (chip file and shared.yaml)");
     it->second(c, file, v["value"], key + ".value");
     c.provenance[key] = provenance;
   }
@@ -138,9 +141,10 @@ ChipSpec load_chip(const std::string& name_or_path) {
   if (c.name.empty()) throw Error(fmt::format("{}: missing 'name'", file.string()));
   if (c.clock_hz <= 0 || c.mxus_per_core < 1 || c.mxu_dim < 8 || c.tensorcores < 1 ||
       c.hbm_bytes_per_s <= 0 || c.dma_queues < 1 || c.scoped_vmem_bytes > c.vmem_bytes)
-    throw Error(fmt::format("{}: inconsistent chip parameters (clock, MXUs, HBM bandwidth, DMA "
-                            "queues must be positive; scoped VMEM at most VMEM)",
-                            file.string()));
+    throw Error(
+        fmt::format("{}: inconsistent chip parameters (clock, MXUs, HBM bandwidth, DMA "
+                    "queues must be positive; scoped VMEM at most VMEM)",
+                    file.string()));
   return c;
 }
 

@@ -33,8 +33,12 @@ YAML::Node yaml_load_file(const std::string& file) {
 template <typename T>
 T yaml_as(const std::string& file, const YAML::Node& n, const std::string& key_path,
           const char* type_name) {
-  if (!n.IsScalar()) yaml_fail(file, n, key_path, fmt::format("expected {}, got a {}", type_name,
-                                                               n.IsMap() ? "mapping" : n.IsSequence() ? "sequence" : "null"));
+  if (!n.IsScalar())
+    yaml_fail(file, n, key_path,
+              fmt::format("expected {}, got a {}", type_name,
+                          n.IsMap()        ? "mapping"
+                          : n.IsSequence() ? "sequence"
+                                           : "null"));
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
@@ -42,10 +46,13 @@ T yaml_as(const std::string& file, const YAML::Node& n, const std::string& key_p
   }
 }
 
-template double yaml_as<double>(const std::string&, const YAML::Node&, const std::string&, const char*);
-template int64_t yaml_as<int64_t>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template double yaml_as<double>(const std::string&, const YAML::Node&, const std::string&,
+                                const char*);
+template int64_t yaml_as<int64_t>(const std::string&, const YAML::Node&, const std::string&,
+                                  const char*);
 template int yaml_as<int>(const std::string&, const YAML::Node&, const std::string&, const char*);
 template bool yaml_as<bool>(const std::string&, const YAML::Node&, const std::string&, const char*);
-template std::string yaml_as<std::string>(const std::string&, const YAML::Node&, const std::string&, const char*);
+template std::string yaml_as<std::string>(const std::string&, const YAML::Node&, const std::string&,
+                                          const char*);
 
 }  // namespace tpusim

@@ -6,10 +6,10 @@
 
 namespace tpusim {
 
-[[noreturn]] void yaml_fail(const std::string& file, const YAML::Node& at, const std::string& key_path,
-                            const std::string& what);
-[[noreturn]] void yaml_fail(const std::string& file, const YAML::Mark& at, const std::string& key_path,
-                            const std::string& what);
+[[noreturn]] void yaml_fail(const std::string& file, const YAML::Node& at,
+                            const std::string& key_path, const std::string& what);
+[[noreturn]] void yaml_fail(const std::string& file, const YAML::Mark& at,
+                            const std::string& key_path, const std::string& what);
 
 // Parses `file`; a syntax error becomes an Error with its position.
 YAML::Node yaml_load_file(const std::string& file);

@@ -16,7 +16,7 @@ struct ChipSpec {
   int mxus_per_core = 4;
   int mxu_dim = 128;
   int64_t mxu_fill_drain_cycles = 0;  // latency from the last row in to the last result out
-  double peak_bf16_flops = 0;         // per chip, as published (used for MFU and a consistency test)
+  double peak_bf16_flops = 0;  // per chip, as published (used for MFU and a consistency test)
 
   // VPU: vreg ops per cycle by op class, and result latency
   double vpu_simple_per_cycle = 2;
@@ -39,7 +39,7 @@ struct ChipSpec {
   double host_dispatch_s = 0;
 
   // Interconnect
-  int ici_dims = 2;  // 2D torus (v5e, v6e) or 3D (v5p)
+  int ici_dims = 2;                 // 2D torus (v5e, v6e) or 3D (v5p)
   double ici_link_bytes_per_s = 0;  // one direction, one link
   double ici_hop_latency_s = 0;
   double dcn_bytes_per_s_per_chip = 0;

@@ -8,30 +8,36 @@ namespace tpusim::kernels::gdn {
 
 void GdnShape::check() const {
   if (batch < 1 || seq < 1 || heads < 1 || dk < 1 || dv < 1 || chunk < 1)
-    throw Error(fmt::format("GDN shape: sizes must be positive (batch {}, seq {}, heads {}, dk {}, dv {}, chunk {})",
-                            batch, seq, heads, dk, dv, chunk));
+    throw Error(fmt::format(
+        "GDN shape: sizes must be positive (batch {}, seq {}, heads {}, dk {}, dv {}, chunk {})",
+        batch, seq, heads, dk, dv, chunk));
   if (seq % chunk != 0)
-    throw Error(fmt::format("GDN shape: seq {} is not a multiple of the chunk size {}", seq, chunk));
+    throw Error(
+        fmt::format("GDN shape: seq {} is not a multiple of the chunk size {}", seq, chunk));
 }
 
-ValueId GdnBuilder::chunk_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th,
-                                const IndexMap& map) {
-  const ValueId v = b_.input({name, {s_.batch, s_.chunks(), s_.heads, rows, cols}, t}, {1, 1, th, rows, cols}, map);
+ValueId GdnBuilder::chunk_input(const std::string& name, int64_t rows, int64_t cols, DType t,
+                                int64_t th, const IndexMap& map) {
+  const ValueId v = b_.input({name, {s_.batch, s_.chunks(), s_.heads, rows, cols}, t},
+                             {1, 1, th, rows, cols}, map);
   return b_.reshape(name, v, {th, rows, cols});
 }
 
-ValueId GdnBuilder::chunk_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th,
-                                 const IndexMap& map) {
-  return b_.output({name, {s_.batch, s_.chunks(), s_.heads, rows, cols}, t}, {1, 1, th, rows, cols}, map);
+ValueId GdnBuilder::chunk_output(const std::string& name, int64_t rows, int64_t cols, DType t,
+                                 int64_t th, const IndexMap& map) {
+  return b_.output({name, {s_.batch, s_.chunks(), s_.heads, rows, cols}, t}, {1, 1, th, rows, cols},
+                   map);
 }
 
-ValueId GdnBuilder::head_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th) {
+ValueId GdnBuilder::head_input(const std::string& name, int64_t rows, int64_t cols, DType t,
+                               int64_t th) {
   const ValueId v = b_.input({name, {s_.batch, s_.heads, rows, cols}, t}, {1, th, rows, cols},
                              IndexMap({axis(0), axis(1), constant(0), constant(0)}));
   return b_.reshape(name, v, {th, rows, cols});
 }
 
-ValueId GdnBuilder::head_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th) {
+ValueId GdnBuilder::head_output(const std::string& name, int64_t rows, int64_t cols, DType t,
+                                int64_t th) {
   return b_.output({name, {s_.batch, s_.heads, rows, cols}, t}, {1, th, rows, cols},
                    IndexMap({axis(0), axis(1), constant(0), constant(0)}));
 }

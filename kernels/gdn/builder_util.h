@@ -1,10 +1,12 @@
 // Helpers shared by the GDN schedule generators: chunk-major BlockSpecs, dot dimension numbers for
 // batched products and their transposes, and the `_bdot` convention (cast operands, f32 result).
 #pragma once
+#include <memory>
 #include <string>
 
 #include "kernels/gdn/shape.h"
 #include "sim/ir/kernel.h"
+#include "sim/ir/validate.h"
 
 namespace tpusim::kernels::gdn {
 
@@ -12,6 +14,22 @@ namespace tpusim::kernels::gdn {
 inline DotDims nn() { return {{2}, {1}, {0}, {0}}; }
 inline DotDims nt() { return {{2}, {2}, {0}, {0}}; }
 inline DotDims tn() { return {{1}, {1}, {0}, {0}}; }
+
+// XLA sizes a fusion's tiles to its scoped VMEM; 16 MiB is the smallest default among the chips
+// (v5e, v5p), so a fusion that fits it fits everywhere.
+inline constexpr int64_t kXlaVmemBudget = int64_t{16} << 20;
+
+// The largest tile of 8, 4, 2 (dividing `extent`) whose fusion `make(tile)` fits the budget,
+// else 1.
+template <typename Make>
+std::shared_ptr<const Kernel> fit_xla_tile(int64_t extent, Make make) {
+  for (int64_t t : {8, 4, 2})
+    if (extent % t == 0) {
+      auto k = make(t);
+      if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
+    }
+  return make(1);  // the engine reports it if even a tile of one does not fit
+}
 
 class GdnBuilder {
  public:
@@ -27,8 +45,12 @@ class GdnBuilder {
   // seen as [th, rows, cols]: the recurrent state (rows, cols = Dk, Dv), or one chunk's slice.
   ValueId head_input(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th);
   ValueId head_output(const std::string& name, int64_t rows, int64_t cols, DType t, int64_t th);
-  ValueId state_input(const std::string& name, int64_t th) { return head_input(name, s_.dk, s_.dv, DType::f32, th); }
-  ValueId state_output(const std::string& name, int64_t th) { return head_output(name, s_.dk, s_.dv, DType::f32, th); }
+  ValueId state_input(const std::string& name, int64_t th) {
+    return head_input(name, s_.dk, s_.dv, DType::f32, th);
+  }
+  ValueId state_output(const std::string& name, int64_t th) {
+    return head_output(name, s_.dk, s_.dv, DType::f32, th);
+  }
 
   // MaxText's _bdot: operands cast to the compute dtype, dot_general, f32 result.
   ValueId bdot(const std::string& name, ValueId a, ValueId b, DotDims dims);

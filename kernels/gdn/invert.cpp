@@ -14,7 +14,8 @@ constexpr auto kPar = DimSemantics::parallel;
 ValueId dot_bf16x3(KernelBuilder& b, const std::string& name, ValueId x, ValueId y) {
   auto split = [&](ValueId v, const std::string& n) {
     const ValueId hi = b.cast(n + ".hi", v, DType::bf16);
-    const ValueId lo = b.cast(n + ".lo", b.elementwise(n + " - hi", EwFn::sub, {v, hi}, -1), DType::bf16);
+    const ValueId lo =
+        b.cast(n + ".lo", b.elementwise(n + " - hi", EwFn::sub, {v, hi}, -1), DType::bf16);
     return std::pair{hi, lo};
   };
   const auto [xh, xl] = split(x, name + ".a");
@@ -25,7 +26,8 @@ ValueId dot_bf16x3(KernelBuilder& b, const std::string& name, ValueId x, ValueId
   const ValueId hh = dot("hi*hi", xh, yh);
   const ValueId hl = dot("hi*lo", xh, yl);
   const ValueId lh = dot("lo*hi", xl, yh);
-  return b.elementwise(name, EwFn::add, {b.elementwise(name + " hh+hl", EwFn::add, {hh, hl}, -1), lh}, -1);
+  return b.elementwise(name, EwFn::add,
+                       {b.elementwise(name + " hh+hl", EwFn::add, {hh, hl}, -1), lh}, -1);
 }
 
 // The chunk tile (1, tile, 1, C, C) of a [B, N, H, C, C] array at grid (b, h, n).
@@ -39,12 +41,15 @@ int64_t default_tile_n(int64_t chunks) {
   return 1;
 }
 
-std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n, LadderProducts products) {
+std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n,
+                                            LadderProducts products) {
   s.check();
   const int64_t C = s.chunk, N = s.chunks();
-  if ((C & (C - 1)) != 0) throw Error(fmt::format("GDN inversion ladder: chunk {} is not a power of two", C));
+  if ((C & (C - 1)) != 0)
+    throw Error(fmt::format("GDN inversion ladder: chunk {} is not a power of two", C));
   if (tile_n < 1 || N % tile_n != 0)
-    throw Error(fmt::format("GDN inversion ladder: tile_n {} must divide the {} chunks", tile_n, N));
+    throw Error(
+        fmt::format("GDN inversion ladder: tile_n {} must divide the {} chunks", tile_n, N));
   KernelBuilder kb(fmt::format("gdn invert ladder (tile_n={}{})", tile_n,
                                products == LadderProducts::bf16x3 ? "" : ", bf16 dots"));
   kb.grid({s.batch, s.heads, N / tile_n}, {kPar, kPar, kPar});
@@ -70,17 +75,20 @@ std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n, L
 
 std::shared_ptr<const Kernel> invert_vjp(const GdnShape& s) {
   s.check();
-  const int64_t C = s.chunk, N = s.chunks(), tile = default_tile_n(N);
-  KernelBuilder kb("gdn invert vjp (xla)", Origin::xla);
-  kb.grid({s.batch, s.heads, N / tile}, {kPar, kPar, kPar});
-  const Shape array{s.batch, N, s.heads, C, C}, block{1, tile, 1, C, C}, view{tile, C, C};
-  const ValueId A = kb.reshape("A", kb.input({"A", array, DType::f32}, block, tile_map()), view);
-  const ValueId dA = kb.reshape("dA", kb.input({"dA", array, DType::f32}, block, tile_map()), view);
-  const ValueId dS = kb.output({"dS", array, DType::f32}, block, tile_map());
-  const ValueId t1 = kb.dot("dA A^T", dA, A, DType::f32, nt(), Precision::highest);
-  const ValueId t2 = kb.dot("A^T (dA A^T)", A, t1, DType::f32, tn(), Precision::highest);
-  kb.copy("dS", kb.mask("-tril_(.)", kb.scale("-", t2, -1.0), MaskKind::strict_lower), dS);
-  return kb.build();
+  return fit_xla_tile(s.chunks(), [&](int64_t tile) {
+    const int64_t C = s.chunk, N = s.chunks();
+    KernelBuilder kb("gdn invert vjp (xla)", Origin::xla);
+    kb.grid({s.batch, s.heads, N / tile}, {kPar, kPar, kPar});
+    const Shape array{s.batch, N, s.heads, C, C}, block{1, tile, 1, C, C}, view{tile, C, C};
+    const ValueId A = kb.reshape("A", kb.input({"A", array, DType::f32}, block, tile_map()), view);
+    const ValueId dA =
+        kb.reshape("dA", kb.input({"dA", array, DType::f32}, block, tile_map()), view);
+    const ValueId dS = kb.output({"dS", array, DType::f32}, block, tile_map());
+    const ValueId t1 = kb.dot("dA A^T", dA, A, DType::f32, nt(), Precision::highest);
+    const ValueId t2 = kb.dot("A^T (dA A^T)", A, t1, DType::f32, tn(), Precision::highest);
+    kb.copy("dS", kb.mask("-tril_(.)", kb.scale("-", t2, -1.0), MaskKind::strict_lower), dS);
+    return kb.build();
+  });
 }
 
 }  // namespace tpusim::kernels::gdn

@@ -17,10 +17,14 @@ Build parse_build(const std::string& n) {
 
 std::string name(Build b) {
   switch (b) {
-    case Build::main: return "main";
-    case Build::scan: return "scan";
-    case Build::heads: return "heads";
-    case Build::ladder: return "ladder";
+    case Build::main:
+      return "main";
+    case Build::scan:
+      return "scan";
+    case Build::heads:
+      return "heads";
+    case Build::ladder:
+      return "ladder";
   }
   return "?";
 }

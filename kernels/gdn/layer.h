@@ -20,7 +20,7 @@ struct LayerOptions {
   Build build = Build::ladder;
   int64_t head_tile_fwd = 0;  // 0: the build's default
   int64_t head_tile_bwd = 0;
-  int64_t tile_n = 0;         // 0: the build's default (MaxText's first of 8, 4, 2 dividing N)
+  int64_t tile_n = 0;  // 0: the build's default (MaxText's first of 8, 4, 2 dividing N)
 };
 
 Build parse_build(const std::string& name);  // throws Error listing the builds

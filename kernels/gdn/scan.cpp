@@ -14,7 +14,8 @@ constexpr auto kArb = DimSemantics::arbitrary;
 void check_tile(const GdnShape& s, const ScanOptions& o) {
   s.check();
   if (o.head_tile < 1 || s.heads % o.head_tile != 0)
-    throw Error(fmt::format("GDN scan: head tile {} must divide the {} heads", o.head_tile, s.heads));
+    throw Error(
+        fmt::format("GDN scan: head tile {} must divide the {} heads", o.head_tile, s.heads));
 }
 
 }  // namespace
@@ -52,11 +53,13 @@ std::shared_ptr<const Kernel> scan_forward(const GdnShape& s, const ScanOptions&
   const ValueId p = g.bdot("q k^T", q, k, nt());
   const ValueId sm = kb.elementwise("s = q k^T * decay", EwFn::mul, {p, g.decay(gc, th)}, -1);
   const ValueId sv = g.bdot("s v_new", sm, v_new, nn());
-  kb.copy("o = o_inter + s v_new", kb.elementwise("o_inter + s v_new", EwFn::add, {o_inter, sv}, -1), o_out);
+  kb.copy("o = o_inter + s v_new",
+          kb.elementwise("o_inter + s v_new", EwFn::add, {o_inter, sv}, -1), o_out);
   const ValueId g_last = kb.slice("g_last", gc, 1, C - 1, 1);
   const ValueId gamma = kb.elementwise("gamma = exp(g_last)", EwFn::exp, {g_last}, -1);
-  const ValueId dvec = kb.elementwise("exp(g_last - g)", EwFn::exp,
-                                      {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
+  const ValueId dvec =
+      kb.elementwise("exp(g_last - g)", EwFn::exp,
+                     {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
   const ValueId kd = kb.elementwise("kd = k * exp(g_last - g)", EwFn::mul, {k, dvec}, -1);
   const ValueId update = g.bdot("kd^T v_new", kd, v_new, tn());
   const ValueId decayed = kb.elementwise("gamma h", EwFn::mul, {h, gamma}, -1);
@@ -89,7 +92,8 @@ std::shared_ptr<const Kernel> scan_backward(const GdnShape& s, const ScanOptions
   const ValueId du_out = g.chunk_output("du", C, s.dv, DType::f32, th, rev);
   const ValueId dg_out = g.chunk_output("dg", C, 1, DType::f32, th, rev);
   const ValueId dh0 = g.state_output("dh0", th);
-  const ValueId dh = kb.scratch("dh", {th, s.dk, s.dv}, DType::f32);  // cotangent of the state leaving the chunk
+  const ValueId dh =
+      kb.scratch("dh", {th, s.dk, s.dv}, DType::f32);  // cotangent of the state leaving the chunk
 
   kb.copy("dh = dh_final", dh_final, dh, first_step);
   // Recompute the forward quantities of this chunk from h_saved.
@@ -99,8 +103,9 @@ std::shared_ptr<const Kernel> scan_backward(const GdnShape& s, const ScanOptions
   const ValueId v_new = kb.elementwise("v_new", EwFn::sub, {u, v_prime}, -1);
   const ValueId g_last = kb.slice("g_last", gc, 1, C - 1, 1);
   const ValueId gamma = kb.elementwise("gamma", EwFn::exp, {g_last}, -1);
-  const ValueId dvec = kb.elementwise("exp(g_last - g)", EwFn::exp,
-                                      {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
+  const ValueId dvec =
+      kb.elementwise("exp(g_last - g)", EwFn::exp,
+                     {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
   const ValueId kd = kb.elementwise("kd", EwFn::mul, {k, dvec}, -1);
 
   // The dh chain first: dh_next -> kd dh_next -> (+ s^T do) -> w^T dv_new -> dh.
@@ -112,7 +117,8 @@ std::shared_ptr<const Kernel> scan_backward(const GdnShape& s, const ScanOptions
   const ValueId dv_new = kb.elementwise("dv_new", EwFn::add, {dv_state, dv_out}, -1);
   const ValueId dh_v = g.bdot("w^T dv_new", w, dv_new, tn());
   const ValueId dh_o = g.bdot("q_g^T do", q_g, d_o, tn());
-  const ValueId dgamma = kb.reduce("dgamma", kb.elementwise("h dh", EwFn::mul, {h, dh}, -1), {1, 2});
+  const ValueId dgamma =
+      kb.reduce("dgamma", kb.elementwise("h dh", EwFn::mul, {h, dh}, -1), {1, 2});
   const ValueId dh_decayed = kb.elementwise("gamma dh", EwFn::mul, {dh, gamma}, -1);
   const ValueId dh_sum = kb.elementwise("gamma dh + q_g^T do", EwFn::add, {dh_decayed, dh_o}, -1);
   const ValueId dh_new = kb.elementwise("dh - w^T dv_new", EwFn::sub, {dh_sum, dh_v}, -1);
@@ -124,26 +130,37 @@ std::shared_ptr<const Kernel> scan_backward(const GdnShape& s, const ScanOptions
   // Through o = q_g h + s v_new.
   const ValueId ds = kb.mask("ds", g.bdot("do v_new^T", d_o, v_new, nt()), MaskKind::lower);
   const ValueId dp = kb.elementwise("dp", EwFn::mul, {ds, decay}, -1);
-  const ValueId t = kb.elementwise("ddecay * decay", EwFn::mul, {kb.elementwise("ddecay", EwFn::mul, {ds, p}, -1), decay}, -1);
+  const ValueId t = kb.elementwise("ddecay * decay", EwFn::mul,
+                                   {kb.elementwise("ddecay", EwFn::mul, {ds, p}, -1), decay}, -1);
   const ValueId dq_intra = g.bdot("dp k", dp, k, nn());
   const ValueId dk_intra = g.bdot("dp^T q", dp, q, tn());
-  const ValueId dg_decay = kb.elementwise(
-      "rowsum - colsum", EwFn::sub,
-      {kb.reduce("rowsum", t, {2}), kb.reshape("colsum^T", kb.reduce("colsum", t, {1}), {th, C, 1})}, -1);
+  const ValueId dg_decay =
+      kb.elementwise("rowsum - colsum", EwFn::sub,
+                     {kb.reduce("rowsum", t, {2}),
+                      kb.reshape("colsum^T", kb.reduce("colsum", t, {1}), {th, C, 1})},
+                     -1);
   const ValueId dq_g = g.bdot("do h^T", d_o, h, nt());
   // Through v_new = u - w h.
   const ValueId dw = kb.scale("dw = -dv_new h^T", g.bdot("dv_new h^T", dv_new, h, nt()), -1.0);
   // Through q_g and the decays.
-  const ValueId dq = kb.elementwise("dq", EwFn::add, {dq_intra, kb.elementwise("dq_g e", EwFn::mul, {dq_g, e}, -1)}, -1);
-  const ValueId dg_q = kb.elementwise("rowsum(dq_g q) e", EwFn::mul,
-                                      {kb.reduce("rowsum(dq_g q)", kb.elementwise("dq_g q", EwFn::mul, {dq_g, q}, -1), {2}), e}, -1);
+  const ValueId dq = kb.elementwise(
+      "dq", EwFn::add, {dq_intra, kb.elementwise("dq_g e", EwFn::mul, {dq_g, e}, -1)}, -1);
+  const ValueId dg_q = kb.elementwise(
+      "rowsum(dq_g q) e", EwFn::mul,
+      {kb.reduce("rowsum(dq_g q)", kb.elementwise("dq_g q", EwFn::mul, {dq_g, q}, -1), {2}), e},
+      -1);
   const ValueId dd = kb.elementwise("ddvec dvec", EwFn::mul, {ddvec, dvec}, -1);
-  const ValueId dg_body = kb.elementwise("dg", EwFn::sub, {kb.elementwise("dg_decay + dg_q", EwFn::add, {dg_decay, dg_q}, -1), dd}, -1);
-  const ValueId last = kb.elementwise(
-      "sum(ddvec dvec) + dgamma gamma", EwFn::add,
-      {kb.reduce("sum(ddvec dvec)", dd, {1}), kb.elementwise("dgamma gamma", EwFn::mul, {dgamma, gamma}, -1)}, -1);
-  const ValueId dg = kb.elementwise("dg + last row", EwFn::add,
-                                    {dg_body, kb.mask("at g_last", last, MaskKind::last_row, 0, 0, {th, C, 1})}, -1);
+  const ValueId dg_body =
+      kb.elementwise("dg", EwFn::sub,
+                     {kb.elementwise("dg_decay + dg_q", EwFn::add, {dg_decay, dg_q}, -1), dd}, -1);
+  const ValueId last =
+      kb.elementwise("sum(ddvec dvec) + dgamma gamma", EwFn::add,
+                     {kb.reduce("sum(ddvec dvec)", dd, {1}),
+                      kb.elementwise("dgamma gamma", EwFn::mul, {dgamma, gamma}, -1)},
+                     -1);
+  const ValueId dg = kb.elementwise(
+      "dg + last row", EwFn::add,
+      {dg_body, kb.mask("at g_last", last, MaskKind::last_row, 0, 0, {th, C, 1})}, -1);
 
   kb.copy("store dw", dw, dw_out);
   kb.copy("store dq", dq, dq_out);

@@ -17,18 +17,25 @@ struct ChunkFusion {
   GdnBuilder g;
   int64_t hb;
   const GdnShape& s;
-  ChunkFusion(const std::string& name, const GdnShape& shape)
-      : kb(name + " (xla)", Origin::xla), g(kb, shape, Precision::highest), hb(xla_head_tile(shape.heads)), s(shape) {
+  ChunkFusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step)
+      : kb(name + " (xla)", Origin::xla),
+        g(kb, shape, Precision::highest),
+        hb(heads_per_step),
+        s(shape) {
     kb.grid({s.batch, s.heads / hb, s.chunks()}, {kPar, kPar, kPar});
   }
-  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) { return g.chunk_input(n, rows, cols, t, hb, kPerChunk); }
+  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) {
+    return g.chunk_input(n, rows, cols, t, hb, kPerChunk);
+  }
   void out(const std::string& n, ValueId v, int64_t rows, int64_t cols, DType t) {
     kb.copy("store " + n, v, g.chunk_output(n, rows, cols, t, hb, kPerChunk));
   }
   ValueId dot(const std::string& n, ValueId a, ValueId b, DotDims d) {
     return kb.dot(n, a, b, DType::f32, d, Precision::highest);
   }
-  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) { return kb.elementwise(n, f, std::move(in), -1); }
+  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) {
+    return kb.elementwise(n, f, std::move(in), -1);
+  }
 };
 
 // A per-iteration fusion of a while loop over all B * H heads of one chunk: grid (B, H / hb).
@@ -37,135 +44,195 @@ struct IterationFusion {
   GdnBuilder g;
   int64_t hb;
   const GdnShape& s;
-  IterationFusion(const std::string& name, const GdnShape& shape)
-      : kb(name + " (xla)", Origin::xla), g(kb, shape, Precision::highest), hb(xla_head_tile(shape.heads)), s(shape) {
+  IterationFusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step)
+      : kb(name + " (xla)", Origin::xla),
+        g(kb, shape, Precision::highest),
+        hb(heads_per_step),
+        s(shape) {
     kb.grid({s.batch, s.heads / hb}, {kPar, kPar});
   }
-  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) { return g.head_input(n, rows, cols, t, hb); }
+  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) {
+    return g.head_input(n, rows, cols, t, hb);
+  }
   void out(const std::string& n, ValueId v, int64_t rows, int64_t cols, DType t) {
     kb.copy("store " + n, v, g.head_output(n, rows, cols, t, hb));
   }
   ValueId dot(const std::string& n, ValueId a, ValueId b, DotDims d) {
     return kb.dot(n, a, b, DType::f32, d, Precision::highest);
   }
-  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) { return kb.elementwise(n, f, std::move(in), -1); }
+  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) {
+    return kb.elementwise(n, f, std::move(in), -1);
+  }
 };
 
 }  // namespace
 
-int64_t xla_head_tile(int64_t heads) {
-  for (int64_t t : {8, 4, 2})
-    if (heads % t == 0) return t;
-  return 1;
-}
-
 std::shared_ptr<const Kernel> xla_prep(const GdnShape& s) {
-  ChunkFusion f("gdn prep", s);
-  const int64_t C = s.chunk;
-  for (const char* n : {"q", "k"}) {  // l2norm over Dk, then the chunk-major layout
-    const ValueId x = f.in(std::string(n) + " tokens", C, s.dk, s.compute);
-    const ValueId ss = f.kb.reduce(std::string("sum ") + n + "^2", f.ew(std::string(n) + "^2", EwFn::mul, {x, x}), {2});
-    const ValueId r = f.kb.elementwise("rsqrt", EwFn::rsqrt, {f.kb.scale("+eps", ss, 1.0)}, -1);
-    f.out(n, f.ew(std::string("l2norm ") + n, EwFn::mul, {x, r}), C, s.dk, s.compute);
-  }
-  f.out("v", f.in("v tokens", C, s.dv, s.compute), C, s.dv, s.compute);
-  f.out("beta", f.in("beta tokens", C, 1, s.compute), C, 1, s.compute);
-  f.out("g tokens f32", f.in("g tokens", C, 1, DType::f32), C, 1, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn prep", s, hb);
+    const int64_t C = s.chunk;
+    for (const char* n : {"q", "k"}) {  // l2norm over Dk, then the chunk-major layout
+      const ValueId x = f.in(std::string(n) + " tokens", C, s.dk, s.compute);
+      const ValueId ss = f.kb.reduce(std::string("sum ") + n + "^2",
+                                     f.ew(std::string(n) + "^2", EwFn::mul, {x, x}), {2});
+      const ValueId r = f.kb.elementwise("rsqrt", EwFn::rsqrt, {f.kb.scale("+eps", ss, 1.0)}, -1);
+      f.out(n, f.ew(std::string("l2norm ") + n, EwFn::mul, {x, r}), C, s.dk, s.compute);
+    }
+    f.out("v", f.in("v tokens", C, s.dv, s.compute), C, s.dv, s.compute);
+    f.out("beta", f.in("beta tokens", C, 1, s.compute), C, 1, s.compute);
+    f.out("g tokens f32", f.in("g tokens", C, 1, DType::f32), C, 1, DType::f32);
+    return f.kb.build();
+  });
 }
 
 std::shared_ptr<const Kernel> xla_gates_s(const GdnShape& s) {
-  ChunkFusion f("gdn gates + S", s);
-  const int64_t C = s.chunk;
-  const ValueId k = f.in("k", C, s.dk, s.compute);
-  const ValueId beta = f.in("beta", C, 1, s.compute);
-  const ValueId g = f.in("g tokens f32", C, 1, DType::f32);
-  // cumsum over the chunk as a product with a lower-triangular ones matrix (exact at HIGHEST).
-  const ValueId ones = f.kb.mask("tril(1)", f.kb.fill("1", f.kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
-                                 MaskKind::lower, 0, 0, {f.hb, C, C});
-  const ValueId g_cum = f.dot("cumsum g", ones, g, nn());
-  const ValueId k_beta = f.ew("k beta", EwFn::mul, {k, beta});
-  const ValueId s_raw = f.kb.dot("k_beta k^T", f.kb.cast("k_beta.bf16", k_beta, DType::bf16), k, DType::bf16, nt(), Precision::highest);
-  const ValueId decay = f.kb.elementwise("exp", EwFn::exp, {f.kb.mask("tril_(g_i - g_j)", f.ew("g_i - g_j", EwFn::sub, {g_cum, f.kb.reshape("g^T", g_cum, {f.hb, 1, C})}), MaskKind::strict_lower)}, -1);
-  f.out("S", f.kb.mask("S", f.ew("S_raw e^gd", EwFn::mul, {s_raw, decay}), MaskKind::strict_lower), C, C, DType::f32);
-  f.out("g", g_cum, C, 1, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn gates + S", s, hb);
+    const int64_t C = s.chunk;
+    const ValueId k = f.in("k", C, s.dk, s.compute);
+    const ValueId beta = f.in("beta", C, 1, s.compute);
+    const ValueId g = f.in("g tokens f32", C, 1, DType::f32);
+    // cumsum over the chunk as a product with a lower-triangular ones matrix (exact at HIGHEST).
+    const ValueId ones =
+        f.kb.mask("tril(1)", f.kb.fill("1", f.kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
+                  MaskKind::lower, 0, 0, {f.hb, C, C});
+    const ValueId g_cum = f.dot("cumsum g", ones, g, nn());
+    const ValueId k_beta = f.ew("k beta", EwFn::mul, {k, beta});
+    const ValueId s_raw = f.kb.dot("k_beta k^T", f.kb.cast("k_beta.bf16", k_beta, DType::bf16), k,
+                                   DType::bf16, nt(), Precision::highest);
+    const ValueId decay = f.kb.elementwise(
+        "exp", EwFn::exp,
+        {f.kb.mask("tril_(g_i - g_j)",
+                   f.ew("g_i - g_j", EwFn::sub, {g_cum, f.kb.reshape("g^T", g_cum, {f.hb, 1, C})}),
+                   MaskKind::strict_lower)},
+        -1);
+    f.out("S",
+          f.kb.mask("S", f.ew("S_raw e^gd", EwFn::mul, {s_raw, decay}), MaskKind::strict_lower), C,
+          C, DType::f32);
+    f.out("g", g_cum, C, 1, DType::f32);
+    return f.kb.build();
+  });
 }
 
 std::shared_ptr<const Kernel> xla_wy(const GdnShape& s) {
-  ChunkFusion f("gdn WY", s);
-  const int64_t C = s.chunk;
-  const ValueId A = f.in("A", C, C, DType::f32);
-  const ValueId v = f.in("v", C, s.dv, s.compute);
-  const ValueId k = f.in("k", C, s.dk, s.compute);
-  const ValueId beta = f.in("beta", C, 1, s.compute);
-  const ValueId g = f.in("g", C, 1, DType::f32);
-  const ValueId v_beta = f.kb.cast("f32(v beta)", f.ew("v beta", EwFn::mul, {v, beta}), DType::f32);
-  f.out("u", f.dot("u = A v_beta", A, v_beta, nn()), C, s.dv, s.compute);
-  const ValueId k_bg = f.ew("k beta e^g", EwFn::mul, {f.kb.cast("f32(k beta)", f.ew("k beta", EwFn::mul, {k, beta}), DType::f32),
-                                                      f.kb.elementwise("e^g", EwFn::exp, {g}, -1)});
-  f.out("w", f.dot("w = A k_bg", A, k_bg, nn()), C, s.dk, s.compute);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn WY", s, hb);
+    const int64_t C = s.chunk;
+    const ValueId A = f.in("A", C, C, DType::f32);
+    const ValueId v = f.in("v", C, s.dv, s.compute);
+    const ValueId k = f.in("k", C, s.dk, s.compute);
+    const ValueId beta = f.in("beta", C, 1, s.compute);
+    const ValueId g = f.in("g", C, 1, DType::f32);
+    const ValueId v_beta =
+        f.kb.cast("f32(v beta)", f.ew("v beta", EwFn::mul, {v, beta}), DType::f32);
+    f.out("u", f.dot("u = A v_beta", A, v_beta, nn()), C, s.dv, s.compute);
+    const ValueId k_bg =
+        f.ew("k beta e^g", EwFn::mul,
+             {f.kb.cast("f32(k beta)", f.ew("k beta", EwFn::mul, {k, beta}), DType::f32),
+              f.kb.elementwise("e^g", EwFn::exp, {g}, -1)});
+    f.out("w", f.dot("w = A k_bg", A, k_bg, nn()), C, s.dk, s.compute);
+    return f.kb.build();
+  });
 }
 
 std::shared_ptr<const Kernel> xla_wy_backward(const GdnShape& s) {
-  ChunkFusion f("gdn WY bwd", s);
-  const int64_t C = s.chunk;
-  const ValueId dw = f.in("dw", C, s.dk, s.compute), du = f.in("du", C, s.dv, s.compute);
-  const ValueId A = f.in("A", C, C, DType::f32);
-  const ValueId k = f.in("k", C, s.dk, s.compute), v = f.in("v", C, s.dv, s.compute);
-  const ValueId beta = f.in("beta", C, 1, s.compute), g = f.in("g", C, 1, DType::f32);
-  const ValueId eg = f.kb.elementwise("e^g", EwFn::exp, {g}, -1);
-  const ValueId k_bg = f.ew("k beta e^g", EwFn::mul, {f.ew("k beta", EwFn::mul, {k, beta}), eg});
-  const ValueId v_b = f.kb.cast("f32(v beta)", f.ew("v beta", EwFn::mul, {v, beta}), DType::f32);
-  const ValueId dwf = f.kb.cast("f32(dw)", dw, DType::f32), duf = f.kb.cast("f32(du)", du, DType::f32);
-  const ValueId dA = f.ew("dA", EwFn::add, {f.dot("dw k_bg^T", dwf, k_bg, nt()), f.dot("du v_beta^T", duf, v_b, nt())});
-  const ValueId dk_bg = f.dot("A^T dw", A, dwf, tn());
-  const ValueId dv_b = f.dot("A^T du", A, duf, tn());
-  f.out("dA", dA, C, C, DType::f32);
-  f.out("dk_beta", f.ew("dk_bg e^g", EwFn::mul, {dk_bg, eg}), C, s.dk, DType::f32);
-  f.out("dv", f.ew("dv_b beta", EwFn::mul, {dv_b, beta}), C, s.dv, DType::f32);
-  f.out("dg_wy", f.kb.reduce("rowsum(dk_bg k_bg)", f.ew("dk_bg k_bg", EwFn::mul, {dk_bg, k_bg}), {2}), C, 1, DType::f32);
-  f.out("dbeta_v", f.kb.reduce("rowsum(dv_b v)", f.ew("dv_b v", EwFn::mul, {dv_b, v}), {2}), C, 1, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn WY bwd", s, hb);
+    const int64_t C = s.chunk;
+    const ValueId dw = f.in("dw", C, s.dk, s.compute), du = f.in("du", C, s.dv, s.compute);
+    const ValueId A = f.in("A", C, C, DType::f32);
+    const ValueId k = f.in("k", C, s.dk, s.compute), v = f.in("v", C, s.dv, s.compute);
+    const ValueId beta = f.in("beta", C, 1, s.compute), g = f.in("g", C, 1, DType::f32);
+    const ValueId eg = f.kb.elementwise("e^g", EwFn::exp, {g}, -1);
+    const ValueId k_bg = f.ew("k beta e^g", EwFn::mul, {f.ew("k beta", EwFn::mul, {k, beta}), eg});
+    const ValueId v_b = f.kb.cast("f32(v beta)", f.ew("v beta", EwFn::mul, {v, beta}), DType::f32);
+    const ValueId dwf = f.kb.cast("f32(dw)", dw, DType::f32),
+                  duf = f.kb.cast("f32(du)", du, DType::f32);
+    const ValueId dA =
+        f.ew("dA", EwFn::add,
+             {f.dot("dw k_bg^T", dwf, k_bg, nt()), f.dot("du v_beta^T", duf, v_b, nt())});
+    const ValueId dk_bg = f.dot("A^T dw", A, dwf, tn());
+    const ValueId dv_b = f.dot("A^T du", A, duf, tn());
+    f.out("dA", dA, C, C, DType::f32);
+    f.out("dk_beta", f.ew("dk_bg e^g", EwFn::mul, {dk_bg, eg}), C, s.dk, DType::f32);
+    f.out("dv", f.ew("dv_b beta", EwFn::mul, {dv_b, beta}), C, s.dv, DType::f32);
+    f.out("dg_wy",
+          f.kb.reduce("rowsum(dk_bg k_bg)", f.ew("dk_bg k_bg", EwFn::mul, {dk_bg, k_bg}), {2}), C,
+          1, DType::f32);
+    f.out("dbeta_v", f.kb.reduce("rowsum(dv_b v)", f.ew("dv_b v", EwFn::mul, {dv_b, v}), {2}), C, 1,
+          DType::f32);
+    return f.kb.build();
+  });
 }
 
 std::shared_ptr<const Kernel> xla_s_backward(const GdnShape& s) {
-  ChunkFusion f("gdn S bwd", s);
-  const int64_t C = s.chunk;
-  const ValueId dS = f.in("dS", C, C, DType::f32), S = f.in("S", C, C, DType::f32);
-  const ValueId k = f.in("k", C, s.dk, s.compute), beta = f.in("beta", C, 1, s.compute);
-  const ValueId g = f.in("g", C, 1, DType::f32), dk_beta = f.in("dk_beta", C, s.dk, DType::f32);
-  const ValueId gd = f.kb.mask("tril_(g_i - g_j)", f.ew("g_i - g_j", EwFn::sub, {g, f.kb.reshape("g^T", g, {f.hb, 1, C})}), MaskKind::strict_lower);
-  const ValueId ds_raw = f.kb.cast("dS_raw", f.ew("dS e^gd", EwFn::mul, {dS, f.kb.elementwise("e^gd", EwFn::exp, {gd}, -1)}), DType::bf16);
-  const ValueId k_beta = f.kb.cast("k beta", f.ew("k beta", EwFn::mul, {k, beta}), DType::bf16);
-  const ValueId dkb = f.ew("dk_beta total", EwFn::add, {dk_beta, f.kb.dot("dS_raw k", ds_raw, k, DType::f32, nn(), Precision::default_)});
-  const ValueId dk = f.ew("dk", EwFn::add, {f.ew("dk_beta beta", EwFn::mul, {dkb, beta}),
-                                            f.kb.dot("dS_raw^T k_beta", ds_raw, k_beta, DType::f32, tn(), Precision::default_)});
-  const ValueId dsS = f.ew("dS S", EwFn::mul, {dS, S});
-  f.out("dk_s", dk, C, s.dk, DType::f32);
-  f.out("dg_s", f.ew("rowsum - colsum", EwFn::sub, {f.kb.reduce("rowsum", dsS, {2}), f.kb.reshape("colsum^T", f.kb.reduce("colsum", dsS, {1}), {f.hb, C, 1})}), C, 1, DType::f32);
-  f.out("dbeta_k", f.kb.reduce("rowsum(dk_beta k)", f.ew("dk_beta k", EwFn::mul, {dkb, k}), {2}), C, 1, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn S bwd", s, hb);
+    const int64_t C = s.chunk;
+    const ValueId dS = f.in("dS", C, C, DType::f32), S = f.in("S", C, C, DType::f32);
+    const ValueId k = f.in("k", C, s.dk, s.compute), beta = f.in("beta", C, 1, s.compute);
+    const ValueId g = f.in("g", C, 1, DType::f32), dk_beta = f.in("dk_beta", C, s.dk, DType::f32);
+    const ValueId gd = f.kb.mask(
+        "tril_(g_i - g_j)", f.ew("g_i - g_j", EwFn::sub, {g, f.kb.reshape("g^T", g, {f.hb, 1, C})}),
+        MaskKind::strict_lower);
+    const ValueId ds_raw = f.kb.cast(
+        "dS_raw", f.ew("dS e^gd", EwFn::mul, {dS, f.kb.elementwise("e^gd", EwFn::exp, {gd}, -1)}),
+        DType::bf16);
+    const ValueId k_beta = f.kb.cast("k beta", f.ew("k beta", EwFn::mul, {k, beta}), DType::bf16);
+    const ValueId dkb =
+        f.ew("dk_beta total", EwFn::add,
+             {dk_beta, f.kb.dot("dS_raw k", ds_raw, k, DType::f32, nn(), Precision::default_)});
+    const ValueId dk =
+        f.ew("dk", EwFn::add,
+             {f.ew("dk_beta beta", EwFn::mul, {dkb, beta}),
+              f.kb.dot("dS_raw^T k_beta", ds_raw, k_beta, DType::f32, tn(), Precision::default_)});
+    const ValueId dsS = f.ew("dS S", EwFn::mul, {dS, S});
+    f.out("dk_s", dk, C, s.dk, DType::f32);
+    f.out("dg_s",
+          f.ew("rowsum - colsum", EwFn::sub,
+               {f.kb.reduce("rowsum", dsS, {2}),
+                f.kb.reshape("colsum^T", f.kb.reduce("colsum", dsS, {1}), {f.hb, C, 1})}),
+          C, 1, DType::f32);
+    f.out("dbeta_k", f.kb.reduce("rowsum(dk_beta k)", f.ew("dk_beta k", EwFn::mul, {dkb, k}), {2}),
+          C, 1, DType::f32);
+    return f.kb.build();
+  });
 }
 
 std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
-  ChunkFusion f("gdn prep bwd", s);
-  const int64_t C = s.chunk;
-  for (const char* n : {"q", "k"}) {  // l2norm backward, back to token-major, summed cotangents
-    const std::string N = n;
-    const ValueId dx = f.ew("d" + N + " total", EwFn::add, {f.in("d" + N, C, s.dk, DType::f32), f.in("d" + N + "_xla", C, s.dk, DType::f32)});
-    const ValueId x = f.in(N + " normed", C, s.dk, s.compute);
-    const ValueId proj = f.kb.reduce("<d" + N + ", " + N + ">", f.ew("d" + N + " " + N, EwFn::mul, {dx, x}), {2});
-    f.out("d" + N + " tokens", f.ew("l2norm bwd " + N, EwFn::sub, {dx, f.ew("proj " + N, EwFn::mul, {proj, x})}), C, s.dk, s.compute);
-  }
-  f.out("dv tokens", f.in("dv", C, s.dv, DType::f32), C, s.dv, s.compute);
-  f.out("dg tokens", f.ew("dg total", EwFn::add, {f.in("dg", C, 1, DType::f32), f.in("dg_xla", C, 1, DType::f32)}), C, 1, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("gdn prep bwd", s, hb);
+    const int64_t C = s.chunk;
+    for (const char* n : {"q", "k"}) {  // l2norm backward, back to token-major, summed cotangents
+      const std::string N = n;
+      const ValueId dx =
+          f.ew("d" + N + " total", EwFn::add,
+               {f.in("d" + N, C, s.dk, DType::f32), f.in("d" + N + "_xla", C, s.dk, DType::f32)});
+      const ValueId x = f.in(N + " normed", C, s.dk, s.compute);
+      const ValueId proj =
+          f.kb.reduce("<d" + N + ", " + N + ">", f.ew("d" + N + " " + N, EwFn::mul, {dx, x}), {2});
+      f.out("d" + N + " tokens",
+            f.ew("l2norm bwd " + N, EwFn::sub, {dx, f.ew("proj " + N, EwFn::mul, {proj, x})}), C,
+            s.dk, s.compute);
+    }
+    f.out("dv tokens", f.in("dv", C, s.dv, DType::f32), C, s.dv, s.compute);
+    f.out("dg tokens",
+          f.ew("dg total", EwFn::add,
+               {f.in("dg", C, 1, DType::f32), f.in("dg_xla", C, 1, DType::f32)}),
+          C, 1, DType::f32);
+    return f.kb.build();
+  });
 }
 
 Program xla_solve_triangular(const GdnShape& s) {
-  const int64_t C = s.chunk, N = s.chunks(), tb = default_tile_n(N);
+  const int64_t C = s.chunk, N = s.chunks();
+  // The row step holds the most per chunk tile (the carry, its product, the row tiles).
+  int64_t tb = 1;
+  for (int64_t t : {8, 4, 2})
+    if (N % t == 0 && t * C * C * 4 * 4 <= kXlaVmemBudget) {
+      tb = t;
+      break;
+    }
   const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, 1, C, C}, view{tb, C, C};
   const IndexMap tiles({axis(0), axis(2), axis(1), constant(0), constant(0)});
   auto grid = [&](KernelBuilder& kb) { kb.grid({s.batch, s.heads, N / tb}, {kPar, kPar, kPar}); };
@@ -175,8 +242,11 @@ Program xla_solve_triangular(const GdnShape& s) {
     KernelBuilder kb("solve prologue (xla)", Origin::xla);
     grid(kb);
     const ValueId S = kb.reshape("S", kb.input({"S", arr, DType::f32}, blk, tiles), view);
-    kb.copy("a = tril_(S) + I", kb.mask("tril_(S)", S, MaskKind::strict_lower), kb.output({"a", arr, DType::f32}, blk, tiles));
-    kb.copy("x0 = -I", kb.mask("-I", kb.fill("-1", kb.temp("m1", {1, 1, 1}, DType::f32), -1.0), MaskKind::diagonal, 0, 0, view),
+    kb.copy("a = tril_(S) + I", kb.mask("tril_(S)", S, MaskKind::strict_lower),
+            kb.output({"a", arr, DType::f32}, blk, tiles));
+    kb.copy("x0 = -I",
+            kb.mask("-I", kb.fill("-1", kb.temp("m1", {1, 1, 1}, DType::f32), -1.0),
+                    MaskKind::diagonal, 0, 0, view),
             kb.output({"x", arr, DType::f32}, blk, tiles));
     p.add_kernel(kb.build());
   }
@@ -187,30 +257,42 @@ Program xla_solve_triangular(const GdnShape& s) {
     grid(kb);
     const Shape row_arr{s.batch, N, s.heads, kSublanes, C}, row_blk{1, tb, 1, kSublanes, C};
     const ValueId x = kb.reshape("x", kb.input({"x", arr, DType::f32}, blk, tiles), view);
-    const ValueId rows = kb.reshape("a rows", kb.input({"a row tile", row_arr, DType::f32}, row_blk, tiles), {tb, kSublanes, C});
+    const ValueId rows =
+        kb.reshape("a rows", kb.input({"a row tile", row_arr, DType::f32}, row_blk, tiles),
+                   {tb, kSublanes, C});
     const ValueId row_t = kb.reshape("a[j]^T", kb.slice("a[j]", rows, 1, 0, 1), {tb, C, 1});
-    const ValueId prod = kb.reduce("a[j] . x", kb.elementwise("a[j]^T * x", EwFn::mul, {row_t, x}, -1), {1});
-    const ValueId upd = kb.mask("row j", kb.scale("-", prod, -1.0), MaskKind::last_row, 0, 0, {tb, kSublanes, C});
-    kb.copy("x[j] = update (in place)", upd, kb.output({"x row tile", row_arr, DType::f32}, row_blk, tiles));
+    const ValueId prod =
+        kb.reduce("a[j] . x", kb.elementwise("a[j]^T * x", EwFn::mul, {row_t, x}, -1), {1});
+    const ValueId upd =
+        kb.mask("row j", kb.scale("-", prod, -1.0), MaskKind::last_row, 0, 0, {tb, kSublanes, C});
+    kb.copy("x[j] = update (in place)", upd,
+            kb.output({"x row tile", row_arr, DType::f32}, row_blk, tiles));
     p.add_loop("solve row loop", {kb.build()}, C - 1);
   }
   {
     KernelBuilder kb("solve inv x b (xla)", Origin::xla);
     grid(kb);
     const ValueId inv = kb.reshape("inv", kb.input({"x", arr, DType::f32}, blk, tiles), view);
-    const ValueId b = kb.mask("b = I", kb.fill("1", kb.temp("one", {1, 1, 1}, DType::f32), 1.0), MaskKind::diagonal, 0, 0, view);
-    kb.copy("store A", kb.dot("inv x b", inv, b, DType::f32, nn(), Precision::highest), kb.output({"A", arr, DType::f32}, blk, tiles));
+    const ValueId b = kb.mask("b = I", kb.fill("1", kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
+                              MaskKind::diagonal, 0, 0, view);
+    kb.copy("store A", kb.dot("inv x b", inv, b, DType::f32, nn(), Precision::highest),
+            kb.output({"A", arr, DType::f32}, blk, tiles));
     p.add_kernel(kb.build());
   }
   return p;
 }
 
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {
-  ChunkFusion f("solve vjp ct X^T", s);
-  const int64_t C = s.chunk;
-  const ValueId ct = f.in("dA solve", C, C, DType::f32), X = f.in("A", C, C, DType::f32);
-  f.out("dS", f.kb.mask("-tril_(ct X^T)", f.kb.scale("-", f.dot("ct X^T", ct, X, nt()), -1.0), MaskKind::strict_lower), C, C, DType::f32);
-  return f.kb.build();
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    ChunkFusion f("solve vjp ct X^T", s, hb);
+    const int64_t C = s.chunk;
+    const ValueId ct = f.in("dA solve", C, C, DType::f32), X = f.in("A", C, C, DType::f32);
+    f.out("dS",
+          f.kb.mask("-tril_(ct X^T)", f.kb.scale("-", f.dot("ct X^T", ct, X, nt()), -1.0),
+                    MaskKind::strict_lower),
+          C, C, DType::f32);
+    return f.kb.build();
+  });
 }
 
 Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
@@ -218,54 +300,65 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
   const DType cd = s.compute, f32 = DType::f32;
   Program body;
   body.name = save_residuals ? "lax.scan fwd + residuals" : "lax.scan fwd";
-  {
-    IterationFusion f("scan q_g h", s);
-    const ValueId q = f.in("q[n]", C, Dk, cd), g = f.in("g[n]", C, 1, f32), h = f.in("h", Dk, Dv, f32);
+  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("scan q_g h", s, hb);
+    const ValueId q = f.in("q[n]", C, Dk, cd), g = f.in("g[n]", C, 1, f32),
+                  h = f.in("h", Dk, Dv, f32);
     const ValueId q_g = f.ew("q_g", EwFn::mul, {q, f.kb.elementwise("e^g", EwFn::exp, {g}, -1)});
     f.out("attn_inter", f.dot("q_g h", q_g, h, nn()), C, Dv, f32);
     if (save_residuals) {
       f.out("res q_g", q_g, C, Dk, f32);
       f.out("res h", h, Dk, Dv, f32);
     }
-    body.add_kernel(f.kb.build());
-  }
-  {
-    IterationFusion f("scan w h", s);
-    const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32), u = f.in("u[n]", C, Dv, cd), h = f.in("h", Dk, Dv, f32);
+    return f.kb.build();
+  }));
+  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("scan w h", s, hb);
+    const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32),
+                  u = f.in("u[n]", C, Dv, cd), h = f.in("h", Dk, Dv, f32);
     f.out("v_new", f.ew("v_new = u - w h", EwFn::sub, {u, f.dot("w h", w, h, nn())}), C, Dv, f32);
     if (save_residuals) f.out("res f32(w)", w, C, Dk, f32);
-    body.add_kernel(f.kb.build());
-  }
-  {
-    IterationFusion f("scan intra", s);
-    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd), g = f.in("g[n]", C, 1, f32);
+    return f.kb.build();
+  }));
+  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("scan intra", s, hb);
+    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd),
+                  g = f.in("g[n]", C, 1, f32);
     const ValueId v_new = f.in("v_new", C, Dv, f32), inter = f.in("attn_inter", C, Dv, f32);
     const ValueId p = f.kb.dot("q k^T", q, k, cd, nt(), Precision::highest);
     const ValueId decay = f.g.decay(g, f.hb);
     const ValueId attn = f.ew("attn_i", EwFn::mul, {p, decay});
-    f.out("o[n]", f.ew("o_c", EwFn::add, {inter, f.dot("attn_i v_new", attn, v_new, nn())}), C, Dv, f32);
+    f.out("o[n]", f.ew("o_c", EwFn::add, {inter, f.dot("attn_i v_new", attn, v_new, nn())}), C, Dv,
+          f32);
     if (save_residuals) {
       f.out("res attn_i", attn, C, C, f32);
       f.out("res decay", decay, C, C, f32);
     }
-    body.add_kernel(f.kb.build());
-  }
-  {
-    IterationFusion f("scan state", s);
-    const ValueId h = f.in("h", Dk, Dv, f32), k = f.in("k[n]", C, Dk, cd), g = f.in("g[n]", C, 1, f32);
+    return f.kb.build();
+  }));
+  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("scan state", s, hb);
+    const ValueId h = f.in("h", Dk, Dv, f32), k = f.in("k[n]", C, Dk, cd),
+                  g = f.in("g[n]", C, 1, f32);
     const ValueId v_new = f.in("v_new", C, Dv, f32);
     const ValueId g_last = f.kb.slice("g_last", g, 1, C - 1, 1);
-    const ValueId kd = f.ew("k e^(g_last - g)", EwFn::mul, {k, f.kb.elementwise("e^(g_last - g)", EwFn::exp, {f.ew("g_last - g", EwFn::sub, {g_last, g})}, -1)});
-    const ValueId h_new = f.ew("h_new", EwFn::add, {f.ew("h gamma", EwFn::mul, {h, f.kb.elementwise("gamma", EwFn::exp, {g_last}, -1)}),
-                                                    f.dot("kd^T v_new", kd, v_new, tn())});
+    const ValueId kd =
+        f.ew("k e^(g_last - g)", EwFn::mul,
+             {k, f.kb.elementwise("e^(g_last - g)", EwFn::exp,
+                                  {f.ew("g_last - g", EwFn::sub, {g_last, g})}, -1)});
+    const ValueId h_new =
+        f.ew("h_new", EwFn::add,
+             {f.ew("h gamma", EwFn::mul, {h, f.kb.elementwise("gamma", EwFn::exp, {g_last}, -1)}),
+              f.dot("kd^T v_new", kd, v_new, tn())});
     f.out("h", h_new, Dk, Dv, f32);
     if (save_residuals) f.out("res kd", kd, C, Dk, f32);
-    body.add_kernel(f.kb.build());
-  }
+    return f.kb.build();
+  }));
   Program p;
   p.name = body.name;
   std::vector<std::shared_ptr<const Kernel>> fusions;
-  for (const ProgramItem& item : body.items) fusions.push_back(std::get<KernelCall>(item.what).kernel);
+  for (const ProgramItem& item : body.items)
+    fusions.push_back(std::get<KernelCall>(item.what).kernel);
   p.add_loop(body.name, std::move(fusions), s.chunks());
   return p;
 }
@@ -276,38 +369,59 @@ Program xla_lax_scan_backward(const GdnShape& s) {
   Program p;
   p.name = "lax.scan bwd";
   std::vector<std::shared_ptr<const Kernel>> fusions;
-  {
-    IterationFusion f("rscan dv_new", s);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32), d_o = f.in("do[n]", C, Dv, f32);
+  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("rscan dv_new", s, hb);
+    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32),
+                  d_o = f.in("do[n]", C, Dv, f32);
     const ValueId attn = f.in("res attn_i", C, C, f32);
-    f.out("dv_new", f.ew("dv_new", EwFn::add, {f.dot("kd dh", kd, dh, nn()), f.dot("attn_i^T do", attn, d_o, tn())}), C, Dv, f32);
-    fusions.push_back(f.kb.build());
-  }
-  {
-    IterationFusion f("rscan dq dk dg", s);
-    const ValueId d_o = f.in("do[n]", C, Dv, f32), v_new = f.in("res v_new", C, Dv, f32), decay = f.in("res decay", C, C, f32);
-    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd), h = f.in("res h", Dk, Dv, f32);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32), q_g = f.in("res q_g", C, Dk, f32);
+    f.out("dv_new",
+          f.ew("dv_new", EwFn::add,
+               {f.dot("kd dh", kd, dh, nn()), f.dot("attn_i^T do", attn, d_o, tn())}),
+          C, Dv, f32);
+    return f.kb.build();
+  }));
+  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("rscan dq dk dg", s, hb);
+    const ValueId d_o = f.in("do[n]", C, Dv, f32), v_new = f.in("res v_new", C, Dv, f32),
+                  decay = f.in("res decay", C, C, f32);
+    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd),
+                  h = f.in("res h", Dk, Dv, f32);
+    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32),
+                  q_g = f.in("res q_g", C, Dk, f32);
     const ValueId ds = f.kb.mask("ds", f.dot("do v_new^T", d_o, v_new, nt()), MaskKind::lower);
     const ValueId dp = f.ew("dp", EwFn::mul, {ds, decay});
     const ValueId dkd = f.dot("v_new dh^T", v_new, dh, nt());
-    f.out("dq[n]", f.ew("dq", EwFn::add, {f.dot("dp k", dp, k, nn()), f.dot("do h^T", d_o, h, nt())}), C, Dk, f32);
-    f.out("dk[n]", f.ew("dk", EwFn::add, {f.dot("dp^T q", dp, q, tn()), f.ew("dkd kd", EwFn::mul, {dkd, kd})}), C, Dk, f32);
-    f.out("dg[n]", f.kb.reduce("dg", f.ew("dq_g q_g", EwFn::mul, {f.dot("do h^T (g)", d_o, h, nt()), q_g}), {2}), C, 1, f32);
-    fusions.push_back(f.kb.build());
-  }
-  {
-    IterationFusion f("rscan dh dw", s);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), h = f.in("res h", Dk, Dv, f32), q_g = f.in("res q_g", C, Dk, f32);
-    const ValueId d_o = f.in("do[n]", C, Dv, f32), w = f.in("res f32(w)", C, Dk, f32), dv_new = f.in("dv_new", C, Dv, f32);
+    f.out("dq[n]",
+          f.ew("dq", EwFn::add, {f.dot("dp k", dp, k, nn()), f.dot("do h^T", d_o, h, nt())}), C, Dk,
+          f32);
+    f.out(
+        "dk[n]",
+        f.ew("dk", EwFn::add, {f.dot("dp^T q", dp, q, tn()), f.ew("dkd kd", EwFn::mul, {dkd, kd})}),
+        C, Dk, f32);
+    f.out("dg[n]",
+          f.kb.reduce("dg", f.ew("dq_g q_g", EwFn::mul, {f.dot("do h^T (g)", d_o, h, nt()), q_g}),
+                      {2}),
+          C, 1, f32);
+    return f.kb.build();
+  }));
+  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("rscan dh dw", s, hb);
+    const ValueId dh = f.in("dh", Dk, Dv, f32), h = f.in("res h", Dk, Dv, f32),
+                  q_g = f.in("res q_g", C, Dk, f32);
+    const ValueId d_o = f.in("do[n]", C, Dv, f32), w = f.in("res f32(w)", C, Dk, f32),
+                  dv_new = f.in("dv_new", C, Dv, f32);
     const ValueId g = f.in("g[n]", C, 1, f32);
-    const ValueId gamma = f.kb.elementwise("gamma", EwFn::exp, {f.kb.slice("g_last", g, 1, C - 1, 1)}, -1);
-    const ValueId dh_new = f.ew("dh_new", EwFn::sub, {f.ew("gamma dh + q_g^T do", EwFn::add, {f.ew("gamma dh", EwFn::mul, {dh, gamma}), f.dot("q_g^T do", q_g, d_o, tn())}),
-                                                      f.dot("w^T dv_new", w, dv_new, tn())});
+    const ValueId gamma =
+        f.kb.elementwise("gamma", EwFn::exp, {f.kb.slice("g_last", g, 1, C - 1, 1)}, -1);
+    const ValueId dh_new =
+        f.ew("dh_new", EwFn::sub,
+             {f.ew("gamma dh + q_g^T do", EwFn::add,
+                   {f.ew("gamma dh", EwFn::mul, {dh, gamma}), f.dot("q_g^T do", q_g, d_o, tn())}),
+              f.dot("w^T dv_new", w, dv_new, tn())});
     f.out("dh", dh_new, Dk, Dv, f32);
     f.out("dw[n]", f.kb.scale("dw", f.dot("dv_new h^T", dv_new, h, nt()), -1.0), C, Dk, f32);
-    fusions.push_back(f.kb.build());
-  }
+    return f.kb.build();
+  }));
   p.add_loop(p.name, std::move(fusions), s.chunks());
   return p;
 }

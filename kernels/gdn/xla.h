@@ -22,21 +22,20 @@
 namespace tpusim::kernels::gdn {
 
 // Forward chunk-parallel stages.
-std::shared_ptr<const Kernel> xla_prep(const GdnShape& s);      // l2norm q, k; chunk-major transposes
-std::shared_ptr<const Kernel> xla_gates_s(const GdnShape& s);   // g cumsum and S = tril_(beta k k^T e^(g_i - g_j))
-std::shared_ptr<const Kernel> xla_wy(const GdnShape& s);        // u = A (v beta), w = A (k beta e^g), HIGHEST
+std::shared_ptr<const Kernel> xla_prep(const GdnShape& s);  // l2norm q, k; chunk-major transposes
+std::shared_ptr<const Kernel> xla_gates_s(
+    const GdnShape& s);  // g cumsum and S = tril_(beta k k^T e^(g_i - g_j))
+std::shared_ptr<const Kernel> xla_wy(
+    const GdnShape& s);  // u = A (v beta), w = A (k beta e^g), HIGHEST
 // Backward chunk-parallel stages.
 std::shared_ptr<const Kernel> xla_wy_backward(const GdnShape& s);
 std::shared_ptr<const Kernel> xla_s_backward(const GdnShape& s);
 std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s);
 
 // Baselines.
-Program xla_solve_triangular(const GdnShape& s);      // also the transposed solve of its VJP
+Program xla_solve_triangular(const GdnShape& s);  // also the transposed solve of its VJP
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s);  // -tril(ct X^T), HIGHEST
 Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals);
 Program xla_lax_scan_backward(const GdnShape& s);
-
-// Heads per grid step of XLA's per-iteration fusions: the first of 8, 4, 2 dividing H, else 1.
-int64_t xla_head_tile(int64_t heads);
 
 }  // namespace tpusim::kernels::gdn

@@ -1,8 +1,8 @@
 #include "sim/functional/interpreter.h"
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
 
+#include <Eigen/Dense>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -30,8 +30,7 @@ void broadcast_walk(const Shape& out, const Shape& in, F&& f) {
   const size_t r = out.size();
   std::vector<int64_t> in_st(r, 0);
   const std::vector<int64_t> st = strides_of(in);
-  for (size_t i = 0; i < in.size(); ++i)
-    in_st[r - in.size() + i] = in[i] == 1 ? 0 : st[i];
+  for (size_t i = 0; i < in.size(); ++i) in_st[r - in.size() + i] = in[i] == 1 ? 0 : st[i];
   std::vector<int64_t> idx(r, 0);
   int64_t off = 0;
   for (int64_t flat = 0; flat < n; ++flat) {
@@ -67,31 +66,50 @@ Buffer permute(const Buffer& data, const Shape& s, const std::vector<int>& order
 
 float apply(EwFn fn, float a, float b) {
   switch (fn) {
-    case EwFn::add: return a + b;
-    case EwFn::sub: return a - b;
-    case EwFn::mul: return a * b;
-    case EwFn::div: return a / b;
-    case EwFn::neg: return -a;
-    case EwFn::max: return std::max(a, b);
-    case EwFn::min: return std::min(a, b);
-    case EwFn::fill: return b;
-    case EwFn::exp: return std::exp(a);
-    case EwFn::log: return std::log(a);
-    case EwFn::tanh: return std::tanh(a);
-    case EwFn::logistic: return 1.0f / (1.0f + std::exp(-a));
-    case EwFn::rsqrt: return 1.0f / std::sqrt(a);
-    case EwFn::softplus: return a > 20 ? a : std::log1p(std::exp(a));
+    case EwFn::add:
+      return a + b;
+    case EwFn::sub:
+      return a - b;
+    case EwFn::mul:
+      return a * b;
+    case EwFn::div:
+      return a / b;
+    case EwFn::neg:
+      return -a;
+    case EwFn::max:
+      return std::max(a, b);
+    case EwFn::min:
+      return std::min(a, b);
+    case EwFn::fill:
+      return b;
+    case EwFn::exp:
+      return std::exp(a);
+    case EwFn::log:
+      return std::log(a);
+    case EwFn::tanh:
+      return std::tanh(a);
+    case EwFn::logistic:
+      return 1.0f / (1.0f + std::exp(-a));
+    case EwFn::rsqrt:
+      return 1.0f / std::sqrt(a);
+    case EwFn::softplus:
+      return a > 20 ? a : std::log1p(std::exp(a));
   }
   return a;
 }
 
 bool in_mask(MaskKind kind, int64_t i, int64_t j, int64_t rows, int64_t b) {
   switch (kind) {
-    case MaskKind::lower: return i >= j;
-    case MaskKind::strict_lower: return i > j;
-    case MaskKind::sibling_block: return i / b != j / b && i / (2 * b) == j / (2 * b);
-    case MaskKind::last_row: return i == rows - 1;
-    case MaskKind::diagonal: return i == j;
+    case MaskKind::lower:
+      return i >= j;
+    case MaskKind::strict_lower:
+      return i > j;
+    case MaskKind::sibling_block:
+      return i / b != j / b && i / (2 * b) == j / (2 * b);
+    case MaskKind::last_row:
+      return i == rows - 1;
+    case MaskKind::diagonal:
+      return i == j;
   }
   return true;
 }
@@ -104,17 +122,21 @@ class KernelRun {
     for (const BlockSpec& s : k_.inputs) {
       auto it = arrays_.find(s.array.name);
       if (it == arrays_.end())
-        throw Error(fmt::format("kernel '{}': no array '{}' bound for execution", k_.name, s.array.name));
-      if (it->second.shape != s.array.shape || it->second.data.size() != static_cast<size_t>(num_elements(s.array.shape)))
+        throw Error(
+            fmt::format("kernel '{}': no array '{}' bound for execution", k_.name, s.array.name));
+      if (it->second.shape != s.array.shape ||
+          it->second.data.size() != static_cast<size_t>(num_elements(s.array.shape)))
         throw Error(fmt::format("kernel '{}': array '{}' is {} but the kernel expects {}", k_.name,
-                                s.array.name, to_string(it->second.shape), to_string(s.array.shape)));
+                                s.array.name, to_string(it->second.shape),
+                                to_string(s.array.shape)));
     }
     for (const BlockSpec& s : k_.outputs) {
       auto& a = arrays_[s.array.name];
       if (a.shape != s.array.shape) a = HostArray::zeros(s.array.shape, s.array.dtype);
     }
     for (size_t v = 0; v < k_.values.size(); ++v)
-      if (k_.values[v].kind == ValueKind::scratch) v_[v].assign(num_elements(k_.values[v].shape), kNaN);
+      if (k_.values[v].kind == ValueKind::scratch)
+        v_[v].assign(num_elements(k_.values[v].shape), kNaN);
 
     std::vector<std::vector<int64_t>> out_idx(k_.outputs.size());
     GridIndex g(k_.grid.size(), 0);
@@ -126,7 +148,8 @@ class KernelRun {
           std::vector<int64_t> idx;
           k_.outputs[val.ref].index.eval(g, idx);
           if (idx != out_idx[val.ref]) {
-            if (!out_idx[val.ref].empty()) store_block(k_.outputs[val.ref], out_idx[val.ref], v_[v]);
+            if (!out_idx[val.ref].empty())
+              store_block(k_.outputs[val.ref], out_idx[val.ref], v_[v]);
             out_idx[val.ref] = idx;
             v_[v].assign(num_elements(val.shape), kNaN);
           }
@@ -155,11 +178,16 @@ class KernelRun {
     if (w.kind == When::always) return true;
     const bool first = g[w.axis] == 0, last = g[w.axis] == k_.grid[w.axis] - 1;
     switch (w.kind) {
-      case When::first: return first;
-      case When::last: return last;
-      case When::not_first: return !first;
-      case When::not_last: return !last;
-      default: return true;
+      case When::first:
+        return first;
+      case When::last:
+        return last;
+      case When::not_first:
+        return !first;
+      case When::not_last:
+        return !last;
+      default:
+        return true;
     }
   }
 
@@ -209,7 +237,9 @@ class KernelRun {
     const Value& out = k_.values[op.output];
     Buffer r;
     switch (op.kind) {
-      case OpKind::dot: r = dot(op); break;
+      case OpKind::dot:
+        r = dot(op);
+        break;
       case OpKind::elementwise:
       case OpKind::transcendental: {
         r.assign(num_elements(out.shape), 0.0f);
@@ -220,7 +250,8 @@ class KernelRun {
         }
         const Buffer& a = in(op, 0);
         Buffer a_b(r.size());
-        broadcast_walk(out.shape, k_.values[op.inputs[0]].shape, [&](int64_t o, int64_t i) { a_b[o] = a[i]; });
+        broadcast_walk(out.shape, k_.values[op.inputs[0]].shape,
+                       [&](int64_t o, int64_t i) { a_b[o] = a[i]; });
         if (op.inputs.size() == 1) {
           for (size_t i = 0; i < r.size(); ++i) r[i] = apply(op.fn, a_b[i], scalar);
         } else {
@@ -247,12 +278,15 @@ class KernelRun {
         const Buffer& a = in(op, 0);
         broadcast_walk(s, k_.values[op.inputs[0]].shape, [&](int64_t o, int64_t i) {
           const int64_t row = (o / cols) % rows, col = o % cols;
-          r[o] = in_mask(op.mask, row, col, rows, op.mask_block) ? a[i] : static_cast<float>(op.scalar);
+          r[o] = in_mask(op.mask, row, col, rows, op.mask_block) ? a[i]
+                                                                 : static_cast<float>(op.scalar);
         });
         break;
       }
       case OpKind::cast:
-      case OpKind::reshape: r = in(op, 0); break;
+      case OpKind::reshape:
+        r = in(op, 0);
+        break;
       case OpKind::copy: {
         r = in(op, 0);
         if (static_cast<int64_t>(r.size()) != num_elements(out.shape))
@@ -263,8 +297,10 @@ class KernelRun {
       case OpKind::slice: {
         const Shape& is = k_.values[op.inputs[0]].shape;
         const Buffer& a = in(op, 0);
-        const int64_t outer = std::accumulate(is.begin(), is.begin() + op.axis, int64_t{1}, std::multiplies<>());
-        const int64_t inner = std::accumulate(is.begin() + op.axis + 1, is.end(), int64_t{1}, std::multiplies<>());
+        const int64_t outer =
+            std::accumulate(is.begin(), is.begin() + op.axis, int64_t{1}, std::multiplies<>());
+        const int64_t inner =
+            std::accumulate(is.begin() + op.axis + 1, is.end(), int64_t{1}, std::multiplies<>());
         r.resize(num_elements(out.shape));
         for (int64_t o = 0; o < outer; ++o)
           std::memcpy(&r[o * op.size * inner], &a[(o * is[op.axis] + op.start) * inner],
@@ -273,15 +309,18 @@ class KernelRun {
       }
       case OpKind::concat: {
         const Shape& os = out.shape;
-        const int64_t outer = std::accumulate(os.begin(), os.begin() + op.axis, int64_t{1}, std::multiplies<>());
-        const int64_t inner = std::accumulate(os.begin() + op.axis + 1, os.end(), int64_t{1}, std::multiplies<>());
+        const int64_t outer =
+            std::accumulate(os.begin(), os.begin() + op.axis, int64_t{1}, std::multiplies<>());
+        const int64_t inner =
+            std::accumulate(os.begin() + op.axis + 1, os.end(), int64_t{1}, std::multiplies<>());
         r.resize(num_elements(os));
         int64_t at = 0;
         for (size_t i = 0; i < op.inputs.size(); ++i) {
           const Buffer& a = in(op, i);
           const int64_t n = k_.values[op.inputs[i]].shape[op.axis];
           for (int64_t o = 0; o < outer; ++o)
-            std::memcpy(&r[(o * os[op.axis] + at) * inner], &a[o * n * inner], sizeof(float) * n * inner);
+            std::memcpy(&r[(o * os[op.axis] + at) * inner], &a[o * n * inner],
+                        sizeof(float) * n * inner);
           at += n;
         }
         break;
@@ -295,7 +334,8 @@ class KernelRun {
     const Value& lv = k_.values[op.inputs[0]];
     const Value& rv = k_.values[op.inputs[1]];
     const DotShape d = k_.dot_shape(op);
-    auto free_dims = [](const Shape& s, const std::vector<int>& batch, const std::vector<int>& contract) {
+    auto free_dims = [](const Shape& s, const std::vector<int>& batch,
+                        const std::vector<int>& contract) {
       std::vector<int> f;
       for (int a = 0; a < static_cast<int>(s.size()); ++a)
         if (std::find(batch.begin(), batch.end(), a) == batch.end() &&
@@ -321,7 +361,8 @@ class KernelRun {
         O.noalias() += A * B;
       }
     };
-    if (bf16_operands || op.precision == Precision::default_ || op.precision == Precision::bf16x3_manual) {
+    if (bf16_operands || op.precision == Precision::default_ ||
+        op.precision == Precision::bf16x3_manual) {
       round_to(l, DType::bf16);
       round_to(r, DType::bf16);
       gemm(l, r, out.data());

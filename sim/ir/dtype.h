@@ -9,20 +9,28 @@ enum class DType : uint8_t { bf16, f32, s8, s32 };
 
 constexpr int64_t byte_size(DType t) {
   switch (t) {
-    case DType::bf16: return 2;
-    case DType::f32: return 4;
-    case DType::s8: return 1;
-    case DType::s32: return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f32:
+      return 4;
+    case DType::s8:
+      return 1;
+    case DType::s32:
+      return 4;
   }
   return 4;
 }
 
 constexpr std::string_view name(DType t) {
   switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-    case DType::s8: return "s8";
-    case DType::s32: return "s32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::s8:
+      return "s8";
+    case DType::s32:
+      return "s32";
   }
   return "?";
 }

@@ -32,7 +32,8 @@ std::string IndexMap::to_string() const {
       term += fmt::format("g{}", a);
     }
     if (e.offset != 0 || term.empty())
-      term = term.empty() ? fmt::format("{}", e.offset) : fmt::format("{}{}", e.offset, term[0] == '-' ? term : "+" + term);
+      term = term.empty() ? fmt::format("{}", e.offset)
+                          : fmt::format("{}{}", e.offset, term[0] == '-' ? term : "+" + term);
     out += (i ? "," : "") + term;
   }
   return out + ")";

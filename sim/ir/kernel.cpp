@@ -30,8 +30,8 @@ DotShape Kernel::dot_shape(const Op& op) const {
   for (int a = 0; a < static_cast<int>(r.size()); ++a)
     if (!contains(op.dims.rhs_batch, a) && !contains(op.dims.rhs_contract, a)) d.n *= r[a];
   if (rk != d.k)
-    throw Error(fmt::format("kernel '{}': dot '{}' contracts {} with {} elements", name, op.name,
-                            d.k, rk));
+    throw Error(
+        fmt::format("kernel '{}': dot '{}' contracts {} with {} elements", name, op.name, d.k, rk));
   return d;
 }
 
@@ -45,14 +45,18 @@ Shape Kernel::broadcast_shape(const std::vector<ValueId>& inputs) const {
 }
 
 int Kernel::mxu_passes(const Op& op) const {
-  const bool bf16_operands = values.at(op.inputs[0]).dtype == DType::bf16 &&
-                             values.at(op.inputs[1]).dtype == DType::bf16;
+  const bool bf16_operands =
+      values.at(op.inputs[0]).dtype == DType::bf16 && values.at(op.inputs[1]).dtype == DType::bf16;
   if (bf16_operands) return 1;
   switch (op.precision) {
-    case Precision::default_: return 1;
-    case Precision::high: return 3;
-    case Precision::highest: return 6;
-    case Precision::bf16x3_manual: return 1;  // the schedule spells out its three dots
+    case Precision::default_:
+      return 1;
+    case Precision::high:
+      return 3;
+    case Precision::highest:
+      return 6;
+    case Precision::bf16x3_manual:
+      return 1;  // the schedule spells out its three dots
   }
   return 1;
 }
@@ -187,8 +191,8 @@ ValueId KernelBuilder::reduce(std::string name, ValueId in, std::vector<int> axe
   return push(std::move(op), temp(std::move(name), std::move(s), value(in).dtype));
 }
 
-ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double fill,
-                            int64_t block, Shape shape, When when) {
+ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double fill, int64_t block,
+                            Shape shape, When when) {
   Op op;
   op.kind = OpKind::mask;
   op.name = name;
@@ -212,8 +216,8 @@ ValueId KernelBuilder::slice(std::string name, ValueId in, int axis, int64_t sta
   const Value& v = value(in);
   if (axis < 0 || axis >= static_cast<int>(v.shape.size()) || start < 0 || size < 1 ||
       start + size > v.shape[axis])
-    throw Error(fmt::format("kernel '{}': slice '{}' [{}, {}) on axis {} of {}", k_->name, name, start,
-                            start + size, axis, to_string(v.shape)));
+    throw Error(fmt::format("kernel '{}': slice '{}' [{}, {}) on axis {} of {}", k_->name, name,
+                            start, start + size, axis, to_string(v.shape)));
   Op op;
   op.kind = OpKind::slice;
   op.name = name;

@@ -50,16 +50,36 @@ struct Value {
 };
 
 enum class OpKind : uint8_t {
-  dot, elementwise, transcendental, reduce, mask, cast, copy,
-  slice, concat, reshape  // layout: views where aligned, copies otherwise
+  dot,
+  elementwise,
+  transcendental,
+  reduce,
+  mask,
+  cast,
+  copy,
+  slice,
+  concat,
+  reshape  // layout: views where aligned, copies otherwise
 };
 
 // Elementwise functions (the functional engine needs the exact function, timing only its class).
 // Binary functions with one input take `scalar` as the second operand. Inputs broadcast
 // numpy-style (size-1 dims stretch).
 enum class EwFn : uint8_t {
-  add, sub, mul, div, neg, max, min, fill,  // VPU arithmetic
-  exp, log, tanh, logistic, rsqrt, softplus  // transcendental (EUP)
+  add,
+  sub,
+  mul,
+  div,
+  neg,
+  max,
+  min,
+  fill,  // VPU arithmetic
+  exp,
+  log,
+  tanh,
+  logistic,
+  rsqrt,
+  softplus  // transcendental (EUP)
 };
 
 // Masks over the last two dims (row i, column j); elements outside the mask become `scalar`.
@@ -147,8 +167,8 @@ class KernelBuilder {
   ValueId scratch(std::string name, Shape shape, DType dtype);
   ValueId temp(std::string name, Shape shape, DType dtype);
 
-  ValueId dot(std::string name, ValueId lhs, ValueId rhs, DType out, DotDims dims = DotDims::matmul(),
-              Precision p = Precision::default_, When when = {});
+  ValueId dot(std::string name, ValueId lhs, ValueId rhs, DType out,
+              DotDims dims = DotDims::matmul(), Precision p = Precision::default_, When when = {});
   // out = fn(inputs...) with `out` an existing value (scratch or output block) or a new temp.
   ValueId elementwise(std::string name, EwFn fn, std::vector<ValueId> inputs, ValueId out,
                       When when = {});
@@ -161,7 +181,8 @@ class KernelBuilder {
   // where(mask, in, fill); `shape` broadcasts `in` to a larger shape (empty: in's shape).
   ValueId mask(std::string name, ValueId in, MaskKind kind, double fill = 0, int64_t block = 0,
                Shape shape = {}, When when = {});
-  ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size, When when = {});
+  ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,
+                When when = {});
   ValueId concat(std::string name, std::vector<ValueId> inputs, int axis, When when = {});
   ValueId reshape(std::string name, ValueId in, Shape shape, When when = {});
 

@@ -9,8 +9,8 @@ namespace {
 void check_deps(const Program& p, const std::string& name, const std::vector<int>& deps) {
   for (int d : deps)
     if (d < 0 || d >= static_cast<int>(p.items.size()))
-      throw Error(fmt::format("program '{}': item '{}' depends on item {} which does not precede it",
-                              p.name, name, d));
+      throw Error(fmt::format(
+          "program '{}': item '{}' depends on item {} which does not precede it", p.name, name, d));
 }
 }  // namespace
 
@@ -21,11 +21,12 @@ int Program::add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps, 
   return static_cast<int>(items.size() - 1);
 }
 
-int Program::add_loop(std::string name, std::vector<std::shared_ptr<const Kernel>> body, int64_t trips,
-                      std::vector<int> deps) {
+int Program::add_loop(std::string name, std::vector<std::shared_ptr<const Kernel>> body,
+                      int64_t trips, std::vector<int> deps) {
   check_deps(*this, name, deps);
   if (body.empty() || trips < 1)
-    throw Error(fmt::format("program '{}': loop '{}' needs a body and at least one trip", this->name, name));
+    throw Error(fmt::format("program '{}': loop '{}' needs a body and at least one trip",
+                            this->name, name));
   items.push_back({std::move(name), Loop{std::move(body), trips}, std::move(deps), ""});
   return static_cast<int>(items.size() - 1);
 }

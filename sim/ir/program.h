@@ -52,7 +52,8 @@ struct Program {
   std::string name;
   std::vector<ProgramItem> items;
 
-  int add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps = {}, std::string stage = "");
+  int add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps = {},
+                 std::string stage = "");
   int add_loop(std::string name, std::vector<std::shared_ptr<const Kernel>> body, int64_t trips,
                std::vector<int> deps = {});
   // Appends every item of `other` (its dependencies shifted), labelled with `stage` where unset.

@@ -25,8 +25,10 @@ bool broadcast_into(Shape& out, const Shape& s) {
   if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
   for (size_t i = 0; i < s.size(); ++i) {
     int64_t& o = out[out.size() - s.size() + i];
-    if (o == 1) o = s[i];
-    else if (s[i] != 1 && s[i] != o) return false;
+    if (o == 1)
+      o = s[i];
+    else if (s[i] != 1 && s[i] != o)
+      return false;
   }
   return true;
 }

@@ -21,7 +21,9 @@ namespace {
 void check_spec(const Kernel& k, const BlockSpec& s, const char* role) {
   const Shape& a = s.array.shape;
   const Shape& b = s.block_shape;
-  const auto where = [&] { return fmt::format("kernel '{}': {} '{}'", k.name, role, s.array.name); };
+  const auto where = [&] {
+    return fmt::format("kernel '{}': {} '{}'", k.name, role, s.array.name);
+  };
   if (a.size() != b.size())
     throw Error(fmt::format("{}: block {} has rank {} but the array {} has rank {}", where(),
                             to_string(b), b.size(), to_string(a), a.size()));
@@ -98,7 +100,8 @@ VmemUsage vmem_usage(const Kernel& k) {
   int64_t live = 0, peak = 0;
   std::vector<std::vector<ValueId>> dies(k.body.size());
   for (size_t v = 0; v < k.values.size(); ++v)
-    if (k.values[v].kind == ValueKind::temp && def[v] >= 0) dies[std::max(def[v], last[v])].push_back(v);
+    if (k.values[v].kind == ValueKind::temp && def[v] >= 0)
+      dies[std::max(def[v], last[v])].push_back(v);
   for (int i = 0; i < static_cast<int>(k.body.size()); ++i) {
     const ValueId out = k.body[i].output;
     if (out >= 0 && k.values[out].kind == ValueKind::temp && def[out] == i)
@@ -111,7 +114,8 @@ VmemUsage vmem_usage(const Kernel& k) {
   return u;
 }
 
-void check_vmem(const Kernel& k, const VmemUsage& usage, int64_t limit, const std::string& limit_name) {
+void check_vmem(const Kernel& k, const VmemUsage& usage, int64_t limit,
+                const std::string& limit_name) {
   if (usage.total_bytes <= limit) return;
   std::vector<VmemItem> items = usage.items;
   std::stable_sort(items.begin(), items.end(),

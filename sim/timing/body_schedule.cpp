@@ -137,8 +137,8 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
     int last = -1;
     for (int i = 0; i < static_cast<int>(k.body.size()); ++i)
       if (active[i] && (last < 0 || t[i].ready >= t[last].ready)) last = i;
-    s.segments.push_back({t[last].is_dot ? Cause::mxu_fill_drain : Cause::dependency, cursor,
-                          s.length});
+    s.segments.push_back(
+        {t[last].is_dot ? Cause::mxu_fill_drain : Cause::dependency, cursor, s.length});
   }
   return s;
 }

@@ -26,8 +26,8 @@ struct BodySegment {
 };
 
 struct BodySchedule {
-  std::vector<ScheduledOp> ops;        // one entry per unit an op occupies
-  std::vector<BodySegment> segments;   // cover [0, length) without gaps
+  std::vector<ScheduledOp> ops;       // one entry per unit an op occupies
+  std::vector<BodySegment> segments;  // cover [0, length) without gaps
   int64_t length = 0;
   int64_t flops = 0, mxu_pass_flops = 0;
 };

@@ -23,7 +23,8 @@ namespace {
 int split_axis(const Kernel& k, int cores) {
   if (cores < 2) return -1;
   for (size_t a = 0; a < k.grid.size(); ++a)
-    if (k.semantics[a] == DimSemantics::parallel && k.grid[a] % cores == 0) return static_cast<int>(a);
+    if (k.semantics[a] == DimSemantics::parallel && k.grid[a] % cores == 0)
+      return static_cast<int>(a);
   for (size_t a = 0; a < k.grid.size(); ++a)
     if (k.semantics[a] == DimSemantics::parallel && k.grid[a] > 1) return static_cast<int>(a);
   return -1;
@@ -35,7 +36,8 @@ class Chip : public sc_core::sc_module {
   Chip(sc_core::sc_module_name name, const ChipSpec& chip, const Program& program, Recorder& rec)
       : sc_module(name), chip_(chip), program_(program), rec_(rec), hbm_("hbm", chip, rec) {
     for (int c = 0; c < chip.tensorcores; ++c)
-      cores_.push_back(std::make_unique<TensorCore>(fmt::format("tc{}", c).c_str(), c, chip, rec, hbm_));
+      cores_.push_back(
+          std::make_unique<TensorCore>(fmt::format("tc{}", c).c_str(), c, chip, rec, hbm_));
     ici_unit_ = rec.add_unit("ici", UnitKind::ici, -1);
     dcn_unit_ = rec.add_unit("dcn", UnitKind::ici, -1);
     SC_THREAD(run);
@@ -91,7 +93,8 @@ class Chip : public sc_core::sc_module {
       } else {
         const Loop& loop = std::get<Loop>(item.what);
         for (int64_t t = 0; t < loop.trips; ++t)
-          for (size_t j = 0; j < loop.body.size(); ++j) run_kernel(static_cast<int>(i), *loop.body[j], j == 0);
+          for (size_t j = 0; j < loop.body.size(); ++j)
+            run_kernel(static_cast<int>(i), *loop.body[j], j == 0);
       }
       done[i] = now_cycles();
       (*item_cycles)[i] = now_cycles() - t0;
@@ -120,7 +123,8 @@ class Chip : public sc_core::sc_module {
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
     const int axis = split_axis(k, chip_.tensorcores);
-    const int used = axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
+    const int used =
+        axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
     remaining_ = used;
     for (int c = 0; c < used; ++c) {
       CoreWork w{&k, item, loop_iteration, axis, 0, 0};
@@ -159,8 +163,9 @@ void validate(const ChipSpec& chip, const Program& program) {
     check_block_shapes(k);
     const int64_t limit = k.vmem_limit_bytes > 0 ? k.vmem_limit_bytes : chip.scoped_vmem_bytes;
     if (k.vmem_limit_bytes > chip.vmem_bytes)
-      throw Error(fmt::format("kernel '{}': vmem_limit_bytes {} exceeds the {} of VMEM on {}", k.name,
-                              k.vmem_limit_bytes, format_bytes(chip.vmem_bytes), chip.name));
+      throw Error(fmt::format("kernel '{}': vmem_limit_bytes {} exceeds the {} of VMEM on {}",
+                              k.name, k.vmem_limit_bytes, format_bytes(chip.vmem_bytes),
+                              chip.name));
     check_vmem(k, vmem_usage(k), limit,
                k.vmem_limit_bytes > 0 ? "kernel's vmem_limit_bytes"
                                       : fmt::format("scoped VMEM limit on {}", chip.name));
@@ -211,7 +216,8 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
   delete context;
   rec.move_into(r);
   r.time_s = chip.cycles_to_s(r.cycles);
-  for (const KernelStats& k : r.kernels) r.vmem_peak_bytes = std::max(r.vmem_peak_bytes, k.vmem.total_bytes);
+  for (const KernelStats& k : r.kernels)
+    r.vmem_peak_bytes = std::max(r.vmem_peak_bytes, k.vmem.total_bytes);
   return r;
 }
 

@@ -21,7 +21,8 @@ Hbm::Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec)
 void Hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   const int64_t requested = now_cycles() + static_cast<int64_t>(delay.value());
   const int64_t bytes = gp.get_data_length();
-  const auto duration = static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle_));
+  const auto duration =
+      static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle_));
   const int64_t start = std::max(requested, free_at_);
   free_at_ = start + duration;
   (gp.is_write() ? write_bytes_ : read_bytes_) += bytes;

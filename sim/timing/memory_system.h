@@ -4,10 +4,11 @@
 // chip share one Hbm. Timing is annotated (loosely timed): b_transport returns the completion delay
 // and never waits, so a transfer costs no SystemC events of its own.
 #pragma once
+#include <tlm_utils/multi_passthrough_target_socket.h>
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "sim/chip_spec.h"
 #include "sim/timing/recorder.h"

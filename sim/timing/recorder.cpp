@@ -15,23 +15,33 @@ void Recorder::move_into(RunResult& r) {
   r.labels = std::move(labels);
   for (TimelineEvent& e : events_)
     if (e.cause == Cause::busy) e.label += kNumCauses;
-  std::stable_sort(events_.begin(), events_.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
-    return a.unit != b.unit ? a.unit < b.unit : a.start < b.start;
-  });
+  std::stable_sort(events_.begin(), events_.end(),
+                   [](const TimelineEvent& a, const TimelineEvent& b) {
+                     return a.unit != b.unit ? a.unit < b.unit : a.start < b.start;
+                   });
   r.events = std::move(events_);
 }
 
 std::string_view name(Cause c) {
   switch (c) {
-    case Cause::busy: return "busy";
-    case Cause::dma_wait: return "dma_wait";
-    case Cause::dependency: return "dependency";
-    case Cause::mxu_fill_drain: return "mxu_fill_drain";
-    case Cause::step_overhead: return "step_overhead";
-    case Cause::loop_overhead: return "loop_overhead";
-    case Cause::collective: return "collective";
-    case Cause::dispatch: return "dispatch";
-    case Cause::idle: return "idle";
+    case Cause::busy:
+      return "busy";
+    case Cause::dma_wait:
+      return "dma_wait";
+    case Cause::dependency:
+      return "dependency";
+    case Cause::mxu_fill_drain:
+      return "mxu_fill_drain";
+    case Cause::step_overhead:
+      return "step_overhead";
+    case Cause::loop_overhead:
+      return "loop_overhead";
+    case Cause::collective:
+      return "collective";
+    case Cause::dispatch:
+      return "dispatch";
+    case Cause::idle:
+      return "idle";
   }
   return "?";
 }

@@ -76,7 +76,7 @@ struct RunResult {
   std::vector<std::string> item_stages;    // per program item: its stage label (or name)
   std::vector<int64_t> item_cycles;        // per program item: from its start to its end
   std::vector<std::string> labels;
-  std::vector<TimelineEvent> events;       // empty unless recording was requested
+  std::vector<TimelineEvent> events;  // empty unless recording was requested
 
   int64_t hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
 };

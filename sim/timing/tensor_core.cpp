@@ -14,11 +14,16 @@ bool holds(const When& w, const Kernel& k, const GridIndex& g) {
   const bool first = g[w.axis] == 0;
   const bool last = g[w.axis] == k.grid[w.axis] - 1;
   switch (w.kind) {
-    case When::first: return first;
-    case When::last: return last;
-    case When::not_first: return !first;
-    case When::not_last: return !last;
-    default: return true;
+    case When::first:
+      return first;
+    case When::last:
+      return last;
+    case When::not_first:
+      return !first;
+    case When::not_last:
+      return !last;
+    default:
+      return true;
   }
 }
 
@@ -68,7 +73,8 @@ void TensorCore::run() {
   for (;;) {
     wait(start_event_);
     if (work_.loop_iteration)
-      wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles, work_.item, -1);
+      wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles, work_.item,
+                 -1);
     run_grid(work_);
     if (--*remaining_ == 0) all_done_->notify(sc_core::SC_ZERO_TIME);
   }
@@ -87,13 +93,16 @@ const BodySchedule& TensorCore::body_for(const Kernel& k, const GridIndex& g) {
     op_labels_.clear();
     for (const Op& op : k.body) op_labels_.push_back(rec_.label(op.name));
     operand_labels_.clear();
-    for (const BlockSpec& s : k.inputs) operand_labels_.push_back(rec_.label("fetch " + s.array.name));
-    for (const BlockSpec& s : k.outputs) operand_labels_.push_back(rec_.label("write " + s.array.name));
+    for (const BlockSpec& s : k.inputs)
+      operand_labels_.push_back(rec_.label("fetch " + s.array.name));
+    for (const BlockSpec& s : k.outputs)
+      operand_labels_.push_back(rec_.label("write " + s.array.name));
   }
   active_.resize(k.body.size());
   for (size_t i = 0; i < k.body.size(); ++i) active_[i] = holds(k.body[i].when, k, g);
   auto it = schedules_.find(active_);
-  if (it == schedules_.end()) it = schedules_.emplace(active_, schedule_body(chip_, k, active_)).first;
+  if (it == schedules_.end())
+    it = schedules_.emplace(active_, schedule_body(chip_, k, active_)).first;
   return it->second;
 }
 

@@ -3,10 +3,9 @@
 // computes, write an output block back when its index changes or the grid ends) and runs each
 // step's body on the MXUs and the VPU (body_schedule.h).
 #pragma once
-#include <systemc>
-
 #include <map>
 #include <memory>
+#include <systemc>
 #include <vector>
 
 #include "sim/chip_spec.h"
@@ -21,7 +20,8 @@ namespace tpusim {
 struct CoreWork {
   const Kernel* kernel = nullptr;
   int item = -1;
-  bool loop_iteration = false;  // the first kernel of a while-loop iteration: pays the loop overhead
+  bool loop_iteration =
+      false;  // the first kernel of a while-loop iteration: pays the loop overhead
   int split_axis = -1;
   int64_t lo = 0, hi = 0;
 };

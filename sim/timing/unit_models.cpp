@@ -31,14 +31,16 @@ MxuWork mxu_work(const ChipSpec& chip, const DotShape& s, int passes) {
 int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
   const Value& out = k.values.at(op.output);
   switch (op.kind) {
-    case OpKind::dot: return 0;
+    case OpKind::dot:
+      return 0;
     case OpKind::elementwise:
       if (op.fn == EwFn::div) return per_cycle(vreg_count(out.shape), chip.vpu_divide_per_cycle);
       return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::transcendental:
       return per_cycle(vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
     case OpKind::cast:
-    case OpKind::copy: return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::copy:
+      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::mask:  // iota, compare, select
       return per_cycle(3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::reshape: {  // a view unless the minor (lane) dim changes: then a relayout
@@ -46,21 +48,25 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
       const bool same_lanes = !in.empty() && !out.shape.empty() && in.back() == out.shape.back();
       return same_lanes ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
     }
-    case OpKind::slice: {  // sublane-aligned slices of the last two dims, and leading dims, are views
+    case OpKind::slice: {  // sublane-aligned slices of the last two dims, and leading dims, are
+                           // views
       const int rank = static_cast<int>(out.shape.size());
-      const bool view = op.axis < rank - 2 ||
-                        (op.axis == rank - 2 && op.start % kSublanes == 0 && op.size % kSublanes == 0);
+      const bool view = op.axis < rank - 2 || (op.axis == rank - 2 && op.start % kSublanes == 0 &&
+                                               op.size % kSublanes == 0);
       return view ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     }
-    case OpKind::concat: return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::concat:
+      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::reduce: {
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const int rank = static_cast<int>(in.size());
       int64_t c = per_cycle(vreg_count(in), chip.vpu_simple_per_cycle);
       for (int a : op.reduce_axes) {
         // Lane reductions go through the cross-lane unit; sublane ones need a shuffle per vreg.
-        if (a == rank - 1) c += per_cycle(vreg_count(in), chip.vpu_cross_lane_per_cycle);
-        else if (a == rank - 2) c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+        if (a == rank - 1)
+          c += per_cycle(vreg_count(in), chip.vpu_cross_lane_per_cycle);
+        else if (a == rank - 2)
+          c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
       }
       return c;
     }

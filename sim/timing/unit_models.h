@@ -15,9 +15,9 @@ namespace tpusim {
 // below d rows each, where the weight load would dominate). Results leave the array
 // `mxu_fill_drain_cycles` after the last row enters.
 struct MxuWork {
-  int mxus = 1;             // MXUs the dot occupies
-  int64_t cycles = 0;       // busy cycles on each of them
-  int64_t latency = 0;      // fill/drain after the busy period
+  int mxus = 1;         // MXUs the dot occupies
+  int64_t cycles = 0;   // busy cycles on each of them
+  int64_t latency = 0;  // fill/drain after the busy period
   int64_t weight_tiles = 0;
 };
 MxuWork mxu_work(const ChipSpec& chip, const DotShape& d, int passes);

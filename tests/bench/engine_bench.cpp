@@ -19,10 +19,11 @@ void BM_Matmul8192Blocks128(benchmark::State& state) {
     events += static_cast<int64_t>(r.events.size());
     benchmark::DoNotOptimize(r.cycles);
   }
-  state.counters["grid_steps/s"] =
-      benchmark::Counter(static_cast<double>(k->grid_steps()) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["grid_steps/s"] = benchmark::Counter(
+      static_cast<double>(k->grid_steps()) * state.iterations(), benchmark::Counter::kIsRate);
   if (opt.record_timeline)
-    state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+    state.counters["events/s"] =
+        benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Matmul8192Blocks128)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

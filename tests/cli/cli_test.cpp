@@ -26,7 +26,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           fmt::format("tpusim_cli_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           fmt::format("tpusim_cli_{}",
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -34,7 +35,8 @@ class Cli : public ::testing::Test {
 
   CmdResult run(const std::string& args) {
     const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd = fmt::format("{} {} >{} 2>{}", TPUSIM_BIN, args, out.string(), err.string());
+    const std::string cmd =
+        fmt::format("{} {} >{} 2>{}", TPUSIM_BIN, args, out.string(), err.string());
     const int raw = std::system(cmd.c_str());
     CmdResult r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -45,16 +47,19 @@ class Cli : public ::testing::Test {
     return r;
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  size_t files() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {})); }
+  size_t files() const {
+    return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {}));
+  }
 
   fs::path dir_;
 };
 
-const char* kMatmul = "kernel matmul --chip v5e --m 2048 --k 2048 --n 2048 --bm 512 --bk 1024 --bn 1024";
+const char* kMatmul =
+    "kernel matmul --chip v5e --m 2048 --k 2048 --n 2048 --bm 512 --bk 1024 --bn 1024";
 
 TEST_F(Cli, HelpOnEveryCommand) {
-  for (const char* cmd : {"", "kernel", "kernel matmul", "kernel xla-dot", "kernel elementwise", "chip",
-                          "calibrate", "bench"}) {
+  for (const char* cmd : {"", "kernel", "kernel matmul", "kernel xla-dot", "kernel elementwise",
+                          "chip", "calibrate", "bench"}) {
     const CmdResult r = run(fmt::format("{} --help", cmd));
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.out.find("--help"), std::string::npos) << cmd;
@@ -63,12 +68,15 @@ TEST_F(Cli, HelpOnEveryCommand) {
 }
 
 TEST_F(Cli, MatmulPrintsSummaryAndWritesJsonAndTrace) {
-  const CmdResult r = run(fmt::format("{} --json {} --trace {}", kMatmul, path("r.json"), path("t.json")));
+  const CmdResult r =
+      run(fmt::format("{} --json {} --trace {}", kMatmul, path("r.json"), path("t.json")));
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* s : {"time", "TFLOP/s", "% of the 197 TFLOP/s peak", "busy", "step_overhead", "VMEM"})
+  for (const char* s :
+       {"time", "TFLOP/s", "% of the 197 TFLOP/s peak", "busy", "step_overhead", "VMEM"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   const auto j = nlohmann::json::parse(slurp(path("r.json")));
-  for (const char* key : {"time_s", "cycles", "flops", "hbm_bytes", "vmem_peak_bytes", "busy_s", "stall_s"})
+  for (const char* key :
+       {"time_s", "cycles", "flops", "hbm_bytes", "vmem_peak_bytes", "busy_s", "stall_s"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["flops"].get<int64_t>(), 2LL * 2048 * 2048 * 2048);
   const auto t = nlohmann::json::parse(slurp(path("t.json")));
@@ -76,8 +84,12 @@ TEST_F(Cli, MatmulPrintsSummaryAndWritesJsonAndTrace) {
 }
 
 TEST_F(Cli, SameInputsGiveByteIdenticalOutputs) {
-  ASSERT_EQ(run(fmt::format("{} --json {} --trace {}", kMatmul, path("a.json"), path("a.trace"))).status, 0);
-  ASSERT_EQ(run(fmt::format("{} --json {} --trace {}", kMatmul, path("b.json"), path("b.trace"))).status, 0);
+  ASSERT_EQ(
+      run(fmt::format("{} --json {} --trace {}", kMatmul, path("a.json"), path("a.trace"))).status,
+      0);
+  ASSERT_EQ(
+      run(fmt::format("{} --json {} --trace {}", kMatmul, path("b.json"), path("b.trace"))).status,
+      0);
   EXPECT_EQ(slurp(path("a.json")), slurp(path("b.json")));
   EXPECT_EQ(slurp(path("a.trace")), slurp(path("b.trace")));
 }
@@ -91,24 +103,31 @@ void expect_clean_failure(const CmdResult& r, const std::string& message) {
 }
 
 TEST_F(Cli, UnknownChip) {
-  expect_clean_failure(run(fmt::format("kernel matmul --chip v9 --m 1024 --k 1024 --n 1024 --bm 128 --bk 128 "
-                                       "--bn 128 --json {}", path("r.json"))),
-                       "unknown chip 'v9' (known chips: v5e, v5p, v6e)");
+  expect_clean_failure(
+      run(fmt::format("kernel matmul --chip v9 --m 1024 --k 1024 --n 1024 --bm 128 --bk 128 "
+                      "--bn 128 --json {}",
+                      path("r.json"))),
+      "unknown chip 'v9' (known chips: v5e, v5p, v6e)");
   EXPECT_EQ(files(), 0u);
 }
 
 TEST_F(Cli, ImpossibleBlockShape) {
-  expect_clean_failure(run(fmt::format("kernel matmul --m 1000 --k 1024 --n 1024 --bm 100 --bk 1024 "
-                                       "--bn 1024 --json {} --trace {}", path("r.json"), path("t.json"))),
-                       "dim 0 = 100 is neither a multiple of 8 nor the full dimension 1000");
+  expect_clean_failure(
+      run(fmt::format("kernel matmul --m 1000 --k 1024 --n 1024 --bm 100 --bk 1024 "
+                      "--bn 1024 --json {} --trace {}",
+                      path("r.json"), path("t.json"))),
+      "dim 0 = 100 is neither a multiple of 8 nor the full dimension 1000");
   EXPECT_EQ(files(), 0u);
 }
 
 TEST_F(Cli, KernelOverVmemLimitNamesBuffersBytesAndLimit) {
-  const CmdResult r = run(fmt::format("kernel matmul --chip v5e --m 8192 --k 8192 --n 8192 --bm 1024 --bk 2048 "
-                                "--bn 2048 --json {}", path("r.json")));
+  const CmdResult r =
+      run(fmt::format("kernel matmul --chip v5e --m 8192 --k 8192 --n 8192 --bm 1024 --bk 2048 "
+                      "--bn 2048 --json {}",
+                      path("r.json")));
   expect_clean_failure(r, "over the scoped VMEM limit on v5e of 16.00 MiB (16777216 B)");
-  EXPECT_NE(r.err.find("input y block [2048,2048] bf16 x2 buffers = 16.00 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("input y block [2048,2048] bf16 x2 buffers = 16.00 MiB"), std::string::npos)
+      << r.err;
   EXPECT_EQ(files(), 0u);
 }
 

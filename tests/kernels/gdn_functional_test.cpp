@@ -105,7 +105,13 @@ class ScanForward : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(ScanForward, MatchesChunkReferenceWithInitialState) {
   Rng rng;
-  GdnShape s{.batch = 2, .seq = 4 * 16, .heads = 6, .dk = 32, .dv = 24, .chunk = 16, .compute = DType::f32};
+  GdnShape s{.batch = 2,
+             .seq = 4 * 16,
+             .heads = 6,
+             .dk = 32,
+             .dv = 24,
+             .chunk = 16,
+             .compute = DType::f32};
   ScanCase c = make_case(s, rng);
   ArrayMap a = forward_arrays(c);
   execute(*kernels::gdn::scan_forward(s, {GetParam(), Precision::highest}), a);
@@ -120,7 +126,13 @@ INSTANTIATE_TEST_SUITE_P(HeadTiles, ScanForward, ::testing::Values(1, 2, 3, 6));
 TEST(ScanForward, PullRequestShapeF32) {
   // The PR's own test shape: B=2, N=4, H=3 (so th=1), C=128, Dk=Dv=128, f32 compute.
   Rng rng;
-  GdnShape s{.batch = 2, .seq = 4 * 128, .heads = 3, .dk = 128, .dv = 128, .chunk = 128, .compute = DType::f32};
+  GdnShape s{.batch = 2,
+             .seq = 4 * 128,
+             .heads = 3,
+             .dk = 128,
+             .dv = 128,
+             .chunk = 128,
+             .compute = DType::f32};
   ScanCase c = make_case(s, rng);
   ArrayMap a = forward_arrays(c);
   execute(*kernels::gdn::scan_forward(s, {1, Precision::highest}), a);
@@ -131,11 +143,18 @@ TEST(ScanForward, PullRequestShapeF32) {
 
 TEST(ScanForward, Bf16InputsWithOnePassDots) {
   Rng rng;
-  GdnShape s{.batch = 1, .seq = 4 * 64, .heads = 4, .dk = 64, .dv = 64, .chunk = 64, .compute = DType::bf16};
+  GdnShape s{.batch = 1,
+             .seq = 4 * 64,
+             .heads = 4,
+             .dk = 64,
+             .dv = 64,
+             .chunk = 64,
+             .compute = DType::bf16};
   ScanCase c = make_case(s, rng);
   ArrayMap a = forward_arrays(c);
   execute(*kernels::gdn::scan_forward(s, {4, Precision::default_}), a);
-  const testing::ScanResult want = testing::chunk_scan(s, c.d);  // same (bf16-rounded) inputs, in double
+  const testing::ScanResult want =
+      testing::chunk_scan(s, c.d);  // same (bf16-rounded) inputs, in double
   const double e = rel_error(values(a["o"]), want.o);
   std::cout << "bf16 scan forward: max error of o relative to max |o| = " << e << "\n";
   EXPECT_LT(e, 3e-2);
@@ -166,16 +185,20 @@ void check_gradients(GdnShape s, int64_t th, Precision p, double tol) {
     Vec testing::ScanData::*input;
     const char* output;
   };
-  for (const Grad& gr : {Grad{"w", &testing::ScanData::w, "dw"}, Grad{"u", &testing::ScanData::u, "du"},
-                         Grad{"q", &testing::ScanData::q, "dq"}, Grad{"k", &testing::ScanData::k, "dk"},
-                         Grad{"g", &testing::ScanData::g, "dg"}, Grad{"h0", &testing::ScanData::h0, "dh0"}}) {
+  for (const Grad& gr :
+       {Grad{"w", &testing::ScanData::w, "dw"}, Grad{"u", &testing::ScanData::u, "du"},
+        Grad{"q", &testing::ScanData::q, "dq"}, Grad{"k", &testing::ScanData::k, "dk"},
+        Grad{"g", &testing::ScanData::g, "dg"}, Grad{"h0", &testing::ScanData::h0, "dh0"}}) {
     const Vec grad = values(a.at(gr.output));
     const double scale = max_abs(grad);
     ASSERT_GT(scale, 0) << gr.name;
     Vec& x = c.d.*gr.input;
     std::vector<size_t> picks;
-    for (int i = 0; i < 12; ++i) picks.push_back(std::uniform_int_distribution<size_t>(0, x.size() - 1)(rng.gen));
-    picks.push_back(std::max_element(grad.begin(), grad.end(), [](double l, double r) { return std::abs(l) < std::abs(r); }) - grad.begin());
+    for (int i = 0; i < 12; ++i)
+      picks.push_back(std::uniform_int_distribution<size_t>(0, x.size() - 1)(rng.gen));
+    picks.push_back(std::max_element(grad.begin(), grad.end(),
+                                     [](double l, double r) { return std::abs(l) < std::abs(r); }) -
+                    grad.begin());
     for (size_t i : picks) {
       const double saved = x[i], h = 1e-4;
       x[i] = saved + h;
@@ -190,17 +213,35 @@ void check_gradients(GdnShape s, int64_t th, Precision p, double tol) {
 }
 
 TEST(ScanBackward, EveryGradientMatchesFiniteDifferences) {
-  check_gradients({.batch = 2, .seq = 4 * 16, .heads = 3, .dk = 32, .dv = 24, .chunk = 16, .compute = DType::f32},
+  check_gradients({.batch = 2,
+                   .seq = 4 * 16,
+                   .heads = 3,
+                   .dk = 32,
+                   .dv = 24,
+                   .chunk = 16,
+                   .compute = DType::f32},
                   1, Precision::highest, 2e-3);
 }
 
 TEST(ScanBackward, HeadTiledGradientsMatchFiniteDifferences) {
-  check_gradients({.batch = 1, .seq = 3 * 16, .heads = 4, .dk = 16, .dv = 32, .chunk = 16, .compute = DType::f32},
+  check_gradients({.batch = 1,
+                   .seq = 3 * 16,
+                   .heads = 4,
+                   .dk = 16,
+                   .dv = 32,
+                   .chunk = 16,
+                   .compute = DType::f32},
                   4, Precision::highest, 2e-3);
 }
 
 TEST(ScanBackward, Bf16GradientsMatchFiniteDifferencesLoosely) {
-  check_gradients({.batch = 1, .seq = 4 * 32, .heads = 2, .dk = 32, .dv = 32, .chunk = 32, .compute = DType::bf16},
+  check_gradients({.batch = 1,
+                   .seq = 4 * 32,
+                   .heads = 2,
+                   .dk = 32,
+                   .dv = 32,
+                   .chunk = 32,
+                   .compute = DType::bf16},
                   2, Precision::default_, 5e-2);
 }
 
@@ -208,7 +249,13 @@ TEST(ChunkedPipeline, LadderAndScanKernelsReproduceThePerTokenRecurrence) {
   // Per-token q, k, v, beta, log gate -> chunk form (gdn_kernels.md stages 1, 2, 4 written out in
   // double here) with A from the ladder kernel and o from the scan kernel, against the recurrence.
   Rng rng;
-  GdnShape s{.batch = 1, .seq = 4 * 32, .heads = 2, .dk = 32, .dv = 16, .chunk = 32, .compute = DType::f32};
+  GdnShape s{.batch = 1,
+             .seq = 4 * 32,
+             .heads = 2,
+             .dk = 32,
+             .dv = 16,
+             .chunk = 32,
+             .compute = DType::f32};
   const int64_t T = s.seq, H = s.heads, C = s.chunk, N = s.chunks();
   testing::TokenData t;
   t.q = rng.normal(T * H * s.dk, 1 / std::sqrt(double(s.dk)));
@@ -238,10 +285,12 @@ TEST(ChunkedPipeline, LadderAndScanKernelsReproduceThePerTokenRecurrence) {
       for (int64_t i = 0; i < C; ++i)
         for (int64_t j = 0; j < i; ++j) {
           double dot = 0;
-          for (int64_t c = 0; c < s.dk; ++c) dot += d.k[ix.at(0, n, h, i, c, C, s.dk)] * d.k[ix.at(0, n, h, j, c, C, s.dk)];
+          for (int64_t c = 0; c < s.dk; ++c)
+            dot += d.k[ix.at(0, n, h, i, c, C, s.dk)] * d.k[ix.at(0, n, h, j, c, C, s.dk)];
           const double beta_i = t.beta[(n * C + i) * H + h];
           S.data[ix.at(0, n, h, i, j, C, C)] = static_cast<float>(
-              beta_i * dot * std::exp(d.g[ix.at(0, n, h, i, 0, C, 1)] - d.g[ix.at(0, n, h, j, 0, C, 1)]));
+              beta_i * dot *
+              std::exp(d.g[ix.at(0, n, h, i, 0, C, 1)] - d.g[ix.at(0, n, h, j, 0, C, 1)]));
         }
     }
   ArrayMap inv;
@@ -269,7 +318,8 @@ TEST(ChunkedPipeline, LadderAndScanKernelsReproduceThePerTokenRecurrence) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < C; ++i)
-        for (int64_t v = 0; v < s.dv; ++v) got[((n * C + i) * H + h) * s.dv + v] = a["o"].data[ix.at(0, n, h, i, v, C, s.dv)];
+        for (int64_t v = 0; v < s.dv; ++v)
+          got[((n * C + i) * H + h) * s.dv + v] = a["o"].data[ix.at(0, n, h, i, v, C, s.dv)];
   EXPECT_LT(rel_error(got, want), 1e-4);
 }
 

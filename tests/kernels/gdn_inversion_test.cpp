@@ -38,7 +38,8 @@ HostArray pack(const GdnShape& s, const std::vector<Mat>& tiles) {
   const int64_t cc = s.chunk * s.chunk;
   for (size_t t = 0; t < tiles.size(); ++t)
     for (int64_t i = 0; i < s.chunk; ++i)
-      for (int64_t j = 0; j < s.chunk; ++j) a.data[t * cc + i * s.chunk + j] = static_cast<float>(tiles[t](i, j));
+      for (int64_t j = 0; j < s.chunk; ++j)
+        a.data[t * cc + i * s.chunk + j] = static_cast<float>(tiles[t](i, j));
   return a;
 }
 
@@ -54,7 +55,8 @@ std::vector<Mat> unpack(const GdnShape& s, const HostArray& a) {
   return tiles;
 }
 
-std::vector<Mat> run_ladder(const GdnShape& s, const std::vector<Mat>& S, kernels::gdn::LadderProducts p) {
+std::vector<Mat> run_ladder(const GdnShape& s, const std::vector<Mat>& S,
+                            kernels::gdn::LadderProducts p) {
   ArrayMap arrays;
   arrays["S"] = pack(s, S);
   execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile_n(s.chunks()), p), arrays);
@@ -81,7 +83,13 @@ double rel_error(const std::vector<Mat>& got, const std::vector<Mat>& want) {
   return e / scale;
 }
 
-const GdnShape kShape{.batch = 1, .seq = 8 * 64, .heads = 2, .dk = 128, .dv = 128, .chunk = 64, .compute = DType::f32};
+const GdnShape kShape{.batch = 1,
+                      .seq = 8 * 64,
+                      .heads = 2,
+                      .dk = 128,
+                      .dv = 128,
+                      .chunk = 64,
+                      .compute = DType::f32};
 
 class Inversion : public ::testing::TestWithParam<Kind> {};
 
@@ -99,11 +107,18 @@ TEST_P(Inversion, LadderMatchesTriangularSolve) {
 
 TEST_P(Inversion, VjpMatchesFiniteDifferences) {
   std::mt19937 gen(11);
-  const GdnShape s{.batch = 1, .seq = 2 * 16, .heads = 1, .dk = 128, .dv = 128, .chunk = 16, .compute = DType::f32};
+  const GdnShape s{.batch = 1,
+                   .seq = 2 * 16,
+                   .heads = 1,
+                   .dk = 128,
+                   .dv = 128,
+                   .chunk = 16,
+                   .compute = DType::f32};
   std::vector<Mat> S = make_s(s, GetParam(), gen);
   std::normal_distribution<double> nd(0, 1);
   std::vector<Mat> R;  // the cotangent dA
-  for (size_t t = 0; t < S.size(); ++t) R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
+  for (size_t t = 0; t < S.size(); ++t)
+    R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
   ArrayMap arrays;
   arrays["S"] = pack(s, S);
   execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile_n(s.chunks())), arrays);
@@ -112,7 +127,8 @@ TEST_P(Inversion, VjpMatchesFiniteDifferences) {
   const std::vector<Mat> dS = unpack(s, arrays["dS"]);
   auto loss = [&] {
     double l = 0;
-    for (size_t t = 0; t < S.size(); ++t) l += (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum();
+    for (size_t t = 0; t < S.size(); ++t)
+      l += (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum();
     return l;
   };
   double scale = 0;
@@ -130,11 +146,13 @@ TEST_P(Inversion, VjpMatchesFiniteDifferences) {
         S[t](i, j) = saved - h;
         const double down = loss();
         S[t](i, j) = saved;
-        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), 2e-3 * scale) << "tile " << t << " (" << i << "," << j << ")";
+        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), 2e-3 * scale)
+            << "tile " << t << " (" << i << "," << j << ")";
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, Inversion, ::testing::Values(Kind::random, Kind::ones, Kind::gaussian),
+INSTANTIATE_TEST_SUITE_P(Kinds, Inversion,
+                         ::testing::Values(Kind::random, Kind::ones, Kind::gaussian),
                          [](const auto& info) {
                            return std::string(info.param == Kind::random ? "random"
                                               : info.param == Kind::ones ? "all_ones"
@@ -145,7 +163,13 @@ TEST(Inversion, PowerSeriesOverflowsWhereTheLadderStaysAtTheInverseScale) {
   // S = 2 x (ones below the diagonal), C = 128. (I + S)^-1 = sum_k (-S)^k is a finite sum (S is
   // nilpotent), but (S^k)_ij = 2^k binom(i-j-1, k-1) reaches 2^63 binom(126, 63) ~ 1e56: in f32 the
   // series overflows. The inverse itself is tiny: A_ij = -2 (-1)^(i-j-1) below the diagonal.
-  const GdnShape s{.batch = 1, .seq = 128, .heads = 1, .dk = 128, .dv = 128, .chunk = 128, .compute = DType::f32};
+  const GdnShape s{.batch = 1,
+                   .seq = 128,
+                   .heads = 1,
+                   .dk = 128,
+                   .dv = 128,
+                   .chunk = 128,
+                   .compute = DType::f32};
   std::vector<Mat> S{Mat::Zero(128, 128)};
   for (int i = 0; i < 128; ++i)
     for (int j = 0; j < i; ++j) S[0](i, j) = 2.0;
@@ -157,9 +181,9 @@ TEST(Inversion, PowerSeriesOverflowsWhereTheLadderStaysAtTheInverseScale) {
   }
   const auto ladder = run_ladder(s, S, kernels::gdn::LadderProducts::bf16x3);
   const Mat want = testing::solve_unit_lower(S[0]);
-  std::cout << "power series finite: " << series.allFinite() << "; inverse max |A| " << want.cwiseAbs().maxCoeff()
-            << ", ladder max |A| " << ladder[0].cwiseAbs().maxCoeff() << ", ladder error "
-            << (ladder[0] - want).cwiseAbs().maxCoeff() << "\n";
+  std::cout << "power series finite: " << series.allFinite() << "; inverse max |A| "
+            << want.cwiseAbs().maxCoeff() << ", ladder max |A| " << ladder[0].cwiseAbs().maxCoeff()
+            << ", ladder error " << (ladder[0] - want).cwiseAbs().maxCoeff() << "\n";
   EXPECT_FALSE(series.allFinite());
   EXPECT_TRUE(ladder[0].allFinite());
   EXPECT_DOUBLE_EQ(want.cwiseAbs().maxCoeff(), 2.0);

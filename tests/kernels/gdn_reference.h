@@ -1,13 +1,13 @@
 // Independent double-precision references for the GDN kernels, written from the math
 // (gdn_kernels.md sections 3 and 8), not from the schedules:
 //  - chunk_scan: the inter-chunk recurrence chunk by chunk, as the lax.scan baseline states it;
-//  - recurrent: the per-token recurrence h_t = e^{g_t} h_{t-1} + k_t (b_t (v_t - (e^{g_t} h_{t-1})^T k_t))^T,
+//  - recurrent: the per-token recurrence h_t = e^{g_t} h_{t-1} + k_t (b_t (v_t - (e^{g_t}
+//  h_{t-1})^T k_t))^T,
 //    o_t = h_t^T q_t (FLA naive.py / HF torch_recurrent_gated_delta_rule);
 //  - solve_unit_lower: A = (I + S)^-1 by forward substitution, row by row.
 // Arrays are flat, row-major, in the kernels' [B, N, H, rows, cols] layout.
 #pragma once
 #include <Eigen/Dense>
-
 #include <cmath>
 #include <vector>
 
@@ -20,7 +20,8 @@ using Mat = Eigen::MatrixXd;
 
 struct ChunkIndex {
   const kernels::gdn::GdnShape& s;
-  int64_t at(int64_t b, int64_t n, int64_t h, int64_t r, int64_t c, int64_t rows, int64_t cols) const {
+  int64_t at(int64_t b, int64_t n, int64_t h, int64_t r, int64_t c, int64_t rows,
+             int64_t cols) const {
     return ((((b * s.chunks() + n) * s.heads + h) * rows + r) * cols + c);
   }
   Mat get(const Vec& a, int64_t b, int64_t n, int64_t h, int64_t rows, int64_t cols) const {
@@ -53,7 +54,8 @@ inline ScanResult chunk_scan(const kernels::gdn::GdnShape& s, const ScanData& d)
     for (int64_t h = 0; h < s.heads; ++h) {
       Mat H(s.dk, s.dv);
       for (int64_t i = 0; i < s.dk; ++i)
-        for (int64_t j = 0; j < s.dv; ++j) H(i, j) = d.h0[((b * s.heads + h) * s.dk + i) * s.dv + j];
+        for (int64_t j = 0; j < s.dv; ++j)
+          H(i, j) = d.h0[((b * s.heads + h) * s.dk + i) * s.dv + j];
       for (int64_t n = 0; n < N; ++n) {
         ix.put(r.h_saved, H, b, n, h);
         const Mat W = ix.get(d.w, b, n, h, C, s.dk), U = ix.get(d.u, b, n, h, C, s.dv);
@@ -62,7 +64,8 @@ inline ScanResult chunk_scan(const kernels::gdn::GdnShape& s, const ScanData& d)
         const Mat v_new = U - W * H;
         Mat attn = Q * K.transpose();
         for (int64_t i = 0; i < C; ++i)
-          for (int64_t j = 0; j < C; ++j) attn(i, j) = j <= i ? attn(i, j) * std::exp(g(i) - g(j)) : 0;
+          for (int64_t j = 0; j < C; ++j)
+            attn(i, j) = j <= i ? attn(i, j) * std::exp(g(i) - g(j)) : 0;
         Mat qg = Q;
         for (int64_t i = 0; i < C; ++i) qg.row(i) *= std::exp(g(i));
         ix.put(r.o, qg * H + attn * v_new, b, n, h);
@@ -71,7 +74,8 @@ inline ScanResult chunk_scan(const kernels::gdn::GdnShape& s, const ScanData& d)
         H = std::exp(g(C - 1)) * H + kd.transpose() * v_new;
       }
       for (int64_t i = 0; i < s.dk; ++i)
-        for (int64_t j = 0; j < s.dv; ++j) r.h_final[((b * s.heads + h) * s.dk + i) * s.dv + j] = H(i, j);
+        for (int64_t j = 0; j < s.dv; ++j)
+          r.h_final[((b * s.heads + h) * s.dk + i) * s.dv + j] = H(i, j);
     }
   return r;
 }

@@ -50,7 +50,8 @@ TEST(ChipLoader, UnknownKeyNamesFileLineColumnAndKey) {
 }
 
 TEST(ChipLoader, MissingProvenanceAndWrongTypeAreErrors) {
-  EXPECT_NE(error_of("name: x\nclock_hz:\n  value: 1\n").find("bad.yaml:3:3: key 'clock_hz': missing provenance"),
+  EXPECT_NE(error_of("name: x\nclock_hz:\n  value: 1\n")
+                .find("bad.yaml:3:3: key 'clock_hz': missing provenance"),
             std::string::npos);
   EXPECT_NE(error_of("name: x\nclock_hz:\n  value: fast\n  source: s\n")
                 .find("bad.yaml:3:10: key 'clock_hz.value': expected a number, got 'fast'"),

@@ -30,7 +30,9 @@ int unit(const RunResult& r, const std::string& name) {
 int count_label(const RunResult& r, const std::string& label) {
   int n = 0;
   for (const TimelineEvent& e : r.events)
-    if (e.cause == Cause::busy && r.labels[e.label] == label && r.units[e.unit].kind == UnitKind::dma) ++n;
+    if (e.cause == Cause::busy && r.labels[e.label] == label &&
+        r.units[e.unit].kind == UnitKind::dma)
+      ++n;
   return n;
 }
 
@@ -65,7 +67,8 @@ TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
   // The prefetch of x1 overlaps step 0's compute: x1's transfer starts before step 0's body ends.
   int64_t x1_start = -1;
   for (const TimelineEvent& e : r.events)
-    if (r.labels[e.label] == "fetch x" && e.unit == unit(r, "hbm") && e.step == 1) x1_start = e.start;
+    if (r.labels[e.label] == "fetch x" && e.unit == unit(r, "hbm") && e.step == 1)
+      x1_start = e.start;
   EXPECT_EQ(x1_start, 2298);
 }
 
@@ -73,9 +76,12 @@ TEST(Engine, UnchangedBlockIndexIsNotRefetched) {
   // grid (4): x blocks follow the grid, w's index is constant: fetched once.
   KernelBuilder b("bcast");
   b.grid({4}, {DimSemantics::arbitrary});
-  const ValueId x = b.input({"x", {512, 128}, DType::bf16}, {128, 128}, IndexMap({axis(0), constant(0)}));
-  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
-  const ValueId z = b.output({"z", {512, 128}, DType::f32}, {128, 128}, IndexMap({axis(0), constant(0)}));
+  const ValueId x =
+      b.input({"x", {512, 128}, DType::bf16}, {128, 128}, IndexMap({axis(0), constant(0)}));
+  const ValueId w =
+      b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
+  const ValueId z =
+      b.output({"z", {512, 128}, DType::f32}, {128, 128}, IndexMap({axis(0), constant(0)}));
   b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
   const RunResult r = simulate_kernel(round_chip(), b.build(), {.record_timeline = true});
   EXPECT_EQ(count_label(r, "fetch x"), 4);
@@ -86,8 +92,9 @@ TEST(Engine, UnchangedBlockIndexIsNotRefetched) {
 
 TEST(Engine, OutputWrittenBackOnlyWhenItsIndexChanges) {
   // The matmul's z block stays put over the k axis: one write per (i, j), not per step.
-  const RunResult r = simulate_kernel(round_chip(), kernels::pallas_matmul({256, 512, 256, 128, 128, 128}),
-                                      {.record_timeline = true});
+  const RunResult r =
+      simulate_kernel(round_chip(), kernels::pallas_matmul({256, 512, 256, 128, 128, 128}),
+                      {.record_timeline = true});
   EXPECT_EQ(count_label(r, "write z"), 4);
   EXPECT_EQ(count_label(r, "fetch x"), 16);
   EXPECT_EQ(r.hbm_write_bytes, 4 * 128 * 128 * 2);
@@ -96,9 +103,12 @@ TEST(Engine, OutputWrittenBackOnlyWhenItsIndexChanges) {
 std::shared_ptr<const Kernel> compute_bound(int64_t steps) {
   KernelBuilder b("compute");
   b.grid({steps}, {DimSemantics::parallel});
-  const ValueId x = b.input({"x", {steps * 1024, 128}, DType::bf16}, {1024, 128}, IndexMap({axis(0), constant(0)}));
-  const ValueId w = b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
-  const ValueId o = b.output({"o", {steps * 8, 128}, DType::f32}, {8, 128}, IndexMap({axis(0), constant(0)}));
+  const ValueId x = b.input({"x", {steps * 1024, 128}, DType::bf16}, {1024, 128},
+                            IndexMap({axis(0), constant(0)}));
+  const ValueId w =
+      b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
+  const ValueId o =
+      b.output({"o", {steps * 8, 128}, DType::f32}, {8, 128}, IndexMap({axis(0), constant(0)}));
   ValueId v = x;
   for (int i = 0; i < 8; ++i) v = b.dot("dot", v, w, DType::bf16);  // a long dependent chain
   b.reduce("sum", v, {0});
@@ -127,8 +137,9 @@ TEST(Engine, MegacoreSplitsTheParallelGridOverTwoCores) {
 }
 
 TEST(Engine, ArbitraryAxisIsNotSplitAcrossCores) {
-  const RunResult r = simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),
-                                      {.record_timeline = true});
+  const RunResult r =
+      simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),
+                      {.record_timeline = true});
   for (const TimelineEvent& e : r.events)
     if (e.cause == Cause::busy) EXPECT_NE(r.units[e.unit].core, 1) << r.labels[e.label];
 }
@@ -140,7 +151,8 @@ TEST(Engine, VmemOverflowNamesBuffersAndLimit) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("over the scoped VMEM limit on round of 16.00 MiB"), std::string::npos) << m;
-    EXPECT_NE(m.find("input y block [2048,2048] bf16 x2 buffers = 16.00 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("input y block [2048,2048] bf16 x2 buffers = 16.00 MiB"), std::string::npos)
+        << m;
     EXPECT_EQ(m.find('\n'), std::string::npos);
   }
 }
@@ -150,7 +162,8 @@ TEST(Engine, ImpossibleBlockShapeIsRejected) {
     simulate_kernel(round_chip(), kernels::pallas_matmul({1000, 1024, 1024, 100, 1024, 1024}));
     FAIL() << "expected a block shape error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("neither a multiple of 8 nor the full dimension"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("neither a multiple of 8 nor the full dimension"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -161,7 +174,8 @@ TEST(Engine, CollectiveOverlapsComputeAndDependentKernelWaits) {
   p.name = "overlap";
   const auto k = compute_bound(2);
   // 45 MB all-gather over a 4-chip line: 3/4 * 45e6 / 4.5e10 s + 3 hops * 1 us = 753 us.
-  const int ag = p.add_collective("ag", {CollectiveKind::all_gather, 45'000'000, {"fsdp", 4, false, false}});
+  const int ag =
+      p.add_collective("ag", {CollectiveKind::all_gather, 45'000'000, {"fsdp", 4, false, false}});
   p.add_kernel(k);
   p.add_kernel(k, {ag});
   const RunResult r = simulate(chip, p);

@@ -32,8 +32,9 @@ TEST_P(Physics, LargeMatmulApproachesPeak) {
   // than its 32 MiB scoped default for that (MaxText raises the limit to 96 MiB, MT-xla).
   ChipSpec chip = chip_without_dispatch(GetParam());
   chip.scoped_vmem_bytes = chip.vmem_bytes;
-  const kernels::MatmulShape s = chip.mxu_dim == 256 ? kernels::MatmulShape{8192, 8192, 8192, 2048, 1024, 2048}
-                                                     : kernels::MatmulShape{8192, 8192, 8192, 512, 1024, 1024};
+  const kernels::MatmulShape s = chip.mxu_dim == 256
+                                     ? kernels::MatmulShape{8192, 8192, 8192, 2048, 1024, 2048}
+                                     : kernels::MatmulShape{8192, 8192, 8192, 512, 1024, 1024};
   const RunResult r = simulate_kernel(chip, kernels::pallas_matmul(s));
   const double flops_per_s = r.flops / r.time_s;
   EXPECT_GT(flops_per_s, 0.90 * chip.peak_bf16_flops);
@@ -42,10 +43,10 @@ TEST_P(Physics, LargeMatmulApproachesPeak) {
 
 TEST_P(Physics, BusyAndStallsAddUpToTheTotal) {
   const ChipSpec chip = load_chip(GetParam());
-  for (const auto& k : {kernels::pallas_matmul({2048, 2048, 2048, 128, 128, 128}),
-                        kernels::pallas_matmul({4096, 4096, 4096, 512, 1024, 1024}),
-                        kernels::xla_dot(chip, 1024, 1024, 1024),
-                        kernels::elementwise_scale(8192, 1024, 256)}) {
+  for (const auto& k :
+       {kernels::pallas_matmul({2048, 2048, 2048, 128, 128, 128}),
+        kernels::pallas_matmul({4096, 4096, 4096, 512, 1024, 1024}),
+        kernels::xla_dot(chip, 1024, 1024, 1024), kernels::elementwise_scale(8192, 1024, 256)}) {
     const RunResult r = simulate_kernel(chip, k);
     EXPECT_EQ(std::accumulate(r.time.begin(), r.time.end(), int64_t{0}), r.cycles) << k->name;
     int64_t per_kernel = 0;
