@@ -140,8 +140,11 @@ TEST(Engine, ArbitraryAxisIsNotSplitAcrossCores) {
   const RunResult r =
       simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),
                       {.record_timeline = true});
-  for (const TimelineEvent& e : r.events)
-    if (e.cause == Cause::busy) EXPECT_NE(r.units[e.unit].core, 1) << r.labels[e.label];
+  for (const TimelineEvent& e : r.events) {
+    if (e.cause == Cause::busy) {
+      EXPECT_NE(r.units[e.unit].core, 1) << r.labels[e.label];
+    }
+  }
 }
 
 TEST(Engine, VmemOverflowNamesBuffersAndLimit) {
