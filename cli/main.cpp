@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/gdn_report.h"
 #include "app/matmul_table.h"
 #include "app/report.h"
 #include "app/timeline_svg.h"
@@ -218,6 +219,10 @@ int main(int argc, char** argv) {
   CLI::App* gdn_solve = gdn.add(kernel, "gdn-solve-triangular",
                                 "the XLA baseline: solve_triangular's row-sequential loop");
 
+  GdnArgs cmp;
+  CLI::App* gdn_builds =
+      cmp.add(&app, "gdn-builds", "the four builds of the GDN kernel change side by side (markdown)");
+
   CLI::App* chip_cmd =
       app.add_subcommand("chip", "print a chip spec and where each value comes from");
   chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
@@ -296,6 +301,9 @@ int main(int argc, char** argv) {
       }
       if (p.name.empty()) p.name = command;
       run_and_report(chip, p, gdn.config(command, chip), gdn.out);
+    } else if (gdn_builds->parsed()) {
+      cmp.shape.compute = parse_dtype(cmp.dtype);
+      std::cout << gdn_builds_markdown(load_chip(cmp.chip), cmp.shape);
     } else if (chip_cmd->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
       fmt::print("chip {}\n", chip.name);
