@@ -19,20 +19,25 @@ std::string gdn_builds_markdown(const ChipSpec& chip, const kernels::gdn::GdnSha
   auto cause = [](const RunResult& r, Cause c) { return r.time[static_cast<int>(c)]; };
 
   std::string out = fmt::format(
-      "One GDN layer core, forward + remat forward + backward, on {} (B {}, T {}, H {}, Dk {}, Dv {}, "
+      "One GDN layer core, forward + remat forward + backward, on {} (B {}, T {}, H {}, Dk {}, Dv "
+      "{}, "
       "C {}):\n\n",
       chip.name, s.batch, s.seq, s.heads, s.dk, s.dv, s.chunk);
-  out += "| build | layer time | saving | HBM traffic | MXU passes | busy | DMA wait | exposed MXU latency | step + loop overhead |\n";
+  out +=
+      "| build | layer time | saving | HBM traffic | MXU passes | busy | DMA wait | exposed MXU "
+      "latency | step + loop overhead |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = runs[i];
     const std::string saving =
         i == 0 ? "-" : fmt::format("{:.3f} ms", ms(runs[i - 1].cycles - r.cycles));
-    out += fmt::format("| {} | {:.3f} ms | {} | {:.2f} GB | {:.1f} TFLOP | {:.3f} ms | {:.3f} ms | {:.3f} ms | {:.3f} ms |\n",
-                       g::name(builds[i]), ms(r.cycles), saving, r.hbm_bytes() / 1e9, r.mxu_pass_flops / 1e12,
-                       ms(cause(r, Cause::busy)), ms(cause(r, Cause::dma_wait)),
-                       ms(cause(r, Cause::dependency) + cause(r, Cause::mxu_fill_drain)),
-                       ms(cause(r, Cause::step_overhead) + cause(r, Cause::loop_overhead)));
+    out += fmt::format(
+        "| {} | {:.3f} ms | {} | {:.2f} GB | {:.1f} TFLOP | {:.3f} ms | {:.3f} ms | {:.3f} ms | "
+        "{:.3f} ms |\n",
+        g::name(builds[i]), ms(r.cycles), saving, r.hbm_bytes() / 1e9, r.mxu_pass_flops / 1e12,
+        ms(cause(r, Cause::busy)), ms(cause(r, Cause::dma_wait)),
+        ms(cause(r, Cause::dependency) + cause(r, Cause::mxu_fill_drain)),
+        ms(cause(r, Cause::step_overhead) + cause(r, Cause::loop_overhead)));
   }
   out += "\nTime per stage (ms):\n\n| stage |";
   for (g::Build b : builds) out += " " + g::name(b) + " |";

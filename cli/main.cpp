@@ -220,8 +220,8 @@ int main(int argc, char** argv) {
                                 "the XLA baseline: solve_triangular's row-sequential loop");
 
   GdnArgs cmp;
-  CLI::App* gdn_builds =
-      cmp.add(&app, "gdn-builds", "the four builds of the GDN kernel change side by side (markdown)");
+  CLI::App* gdn_builds = cmp.add(
+      &app, "gdn-builds", "the four builds of the GDN kernel change side by side (markdown)");
 
   CLI::App* chip_cmd =
       app.add_subcommand("chip", "print a chip spec and where each value comes from");

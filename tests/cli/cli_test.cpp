@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace {
 
@@ -137,6 +138,51 @@ TEST_F(Cli, ChipCommandShowsProvenance) {
   EXPECT_NE(r.out.find("tensorcores"), std::string::npos);
   EXPECT_NE(r.out.find("source: CLOUD-v5p"), std::string::npos);
   EXPECT_NE(r.out.find("calibrated: fitted by"), std::string::npos);
+}
+
+TEST_F(Cli, GdnLayerJsonHasTimeAndStages) {
+  const CmdResult r =
+      run(fmt::format("kernel gdn-layer --chip v5e --build heads --batch 1 --seq 1024 --heads 8 "
+                      "--chunk 128 --json {}",
+                      path("g.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("by stage:"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(path("g.json")));
+  double sum = 0;
+  std::set<std::string> stages;
+  for (const auto& st : j["stages"]) {
+    sum += st["time_s"].get<double>();
+    stages.insert(st["stage"]);
+  }
+  for (const char* st :
+       {"fwd: inversion", "fwd: scan", "remat: scan", "bwd: scan", "bwd: inversion"})
+    EXPECT_TRUE(stages.count(st)) << st;
+  // The stages cover the run but for the host dispatch.
+  EXPECT_NEAR(sum + j["stall_s"]["dispatch"].get<double>(), j["time_s"].get<double>(), 1e-9);
+  EXPECT_EQ(j["config"]["build"], "heads");
+}
+
+TEST_F(Cli, EveryGdnKernelCommandRuns) {
+  for (const char* cmd :
+       {"gdn-scan-fwd --head-tile 8", "gdn-scan-bwd --head-tile 4", "gdn-lax-scan --pass remat",
+        "gdn-lax-scan --pass bwd", "gdn-invert --tile-n 4", "gdn-solve-triangular"}) {
+    const CmdResult r = run(fmt::format("kernel {} --seq 1024 --heads 8", cmd));
+    EXPECT_EQ(r.status, 0) << cmd << ": " << r.err;
+    EXPECT_NE(r.out.find("TFLOP/s"), std::string::npos) << cmd;
+  }
+}
+
+TEST_F(Cli, GdnBadInput) {
+  expect_clean_failure(run("kernel gdn-layer --build fast"),
+                       "unknown GDN build 'fast' (known: main, scan, heads, ladder)");
+  expect_clean_failure(run("kernel gdn-scan-fwd --seq 1000 --chunk 128"),
+                       "GDN shape: seq 1000 is not a multiple of the chunk size 128");
+  expect_clean_failure(run("kernel gdn-scan-fwd --head-tile 5"),
+                       "head tile 5 must divide the 32 heads");
+  const CmdResult r =
+      run(fmt::format("kernel gdn-scan-bwd --head-tile 8 --json {}", path("x.json")));
+  expect_clean_failure(r, "kernel 'gdn scan bwd (th=8)' needs 18.81 MiB");
+  EXPECT_EQ(files(), 0u);
 }
 
 }  // namespace
