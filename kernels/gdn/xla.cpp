@@ -75,7 +75,8 @@ std::shared_ptr<const Kernel> xla_prep(const GdnShape& s) {
       const ValueId x = f.in(std::string(n) + " tokens", C, s.dk, s.compute);
       const ValueId ss = f.kb.reduce(std::string("sum ") + n + "^2",
                                      f.ew(std::string(n) + "^2", EwFn::mul, {x, x}), {2});
-      const ValueId r = f.kb.elementwise("rsqrt", EwFn::rsqrt, {f.kb.scale("+eps", ss, 1.0)}, -1);
+      const ValueId r = f.kb.elementwise("rsqrt", EwFn::rsqrt,
+                                         {f.kb.with_scalar("+eps", EwFn::add, ss, 1e-6)}, -1);
       f.out(n, f.ew(std::string("l2norm ") + n, EwFn::mul, {x, r}), C, s.dk, s.compute);
     }
     f.out("v", f.in("v tokens", C, s.dv, s.compute), C, s.dv, s.compute);
@@ -98,8 +99,9 @@ std::shared_ptr<const Kernel> xla_gates_s(const GdnShape& s) {
                   MaskKind::lower, 0, 0, {f.hb, C, C});
     const ValueId g_cum = f.dot("cumsum g", ones, g, nn());
     const ValueId k_beta = f.ew("k beta", EwFn::mul, {k, beta});
-    const ValueId s_raw = f.kb.dot("k_beta k^T", f.kb.cast("k_beta.bf16", k_beta, DType::bf16), k,
-                                   DType::bf16, nt(), Precision::highest);
+    // jnp.matmul of compute-dtype operands returns the compute dtype (bf16 in training).
+    const ValueId s_raw = f.kb.dot("k_beta k^T", f.kb.cast("k_beta.c", k_beta, s.compute), k,
+                                   s.compute, nt(), Precision::highest);
     const ValueId decay = f.kb.elementwise(
         "exp", EwFn::exp,
         {f.kb.mask("tril_(g_i - g_j)",
@@ -177,15 +179,15 @@ std::shared_ptr<const Kernel> xla_s_backward(const GdnShape& s) {
         MaskKind::strict_lower);
     const ValueId ds_raw = f.kb.cast(
         "dS_raw", f.ew("dS e^gd", EwFn::mul, {dS, f.kb.elementwise("e^gd", EwFn::exp, {gd}, -1)}),
-        DType::bf16);
-    const ValueId k_beta = f.kb.cast("k beta", f.ew("k beta", EwFn::mul, {k, beta}), DType::bf16);
+        s.compute);
+    const ValueId k_beta = f.kb.cast("k beta", f.ew("k beta", EwFn::mul, {k, beta}), s.compute);
     const ValueId dkb =
         f.ew("dk_beta total", EwFn::add,
-             {dk_beta, f.kb.dot("dS_raw k", ds_raw, k, DType::f32, nn(), Precision::default_)});
+             {dk_beta, f.kb.dot("dS_raw k", ds_raw, k, DType::f32, nn(), Precision::highest)});
     const ValueId dk =
         f.ew("dk", EwFn::add,
              {f.ew("dk_beta beta", EwFn::mul, {dkb, beta}),
-              f.kb.dot("dS_raw^T k_beta", ds_raw, k_beta, DType::f32, tn(), Precision::default_)});
+              f.kb.dot("dS_raw^T k_beta", ds_raw, k_beta, DType::f32, tn(), Precision::highest)});
     const ValueId dsS = f.ew("dS S", EwFn::mul, {dS, S});
     f.out("dk_s", dk, C, s.dk, DType::f32);
     f.out("dg_s",

@@ -145,8 +145,13 @@ ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueI
 }
 
 ValueId KernelBuilder::scale(std::string name, ValueId in, double factor, ValueId out, When when) {
-  elementwise(std::move(name), EwFn::mul, {in}, out, when);
-  k_->body.back().scalar = factor;
+  return with_scalar(std::move(name), EwFn::mul, in, factor, out, when);
+}
+
+ValueId KernelBuilder::with_scalar(std::string name, EwFn fn, ValueId in, double scalar,
+                                   ValueId out, When when) {
+  elementwise(std::move(name), fn, {in}, out, when);
+  k_->body.back().scalar = scalar;
   return k_->body.back().output;
 }
 

@@ -174,6 +174,9 @@ class KernelBuilder {
                       When when = {});
   // out = in * factor (a VPU multiply by a scalar); `out` < 0 makes a new temp.
   ValueId scale(std::string name, ValueId in, double factor, ValueId out = -1, When when = {});
+  // out = fn(in, scalar) for a binary VPU function with a scalar right operand.
+  ValueId with_scalar(std::string name, EwFn fn, ValueId in, double scalar, ValueId out = -1,
+                      When when = {});
   ValueId cast(std::string name, ValueId in, DType to, When when = {});
   ValueId copy(std::string name, ValueId from, ValueId to, When when = {});
   ValueId fill(std::string name, ValueId to, double value, When when = {});

@@ -16,6 +16,7 @@
 
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/scan.h"
+#include "kernels/gdn/xla.h"
 #include "sim/functional/interpreter.h"
 #include "tests/kernels/gdn_reference.h"
 
@@ -245,9 +246,10 @@ TEST(ScanBackward, Bf16GradientsMatchFiniteDifferencesLoosely) {
                   2, Precision::default_, 5e-2);
 }
 
-TEST(ChunkedPipeline, LadderAndScanKernelsReproduceThePerTokenRecurrence) {
-  // Per-token q, k, v, beta, log gate -> chunk form (gdn_kernels.md stages 1, 2, 4 written out in
-  // double here) with A from the ladder kernel and o from the scan kernel, against the recurrence.
+TEST(ChunkedPipeline, XlaStagesLadderAndScanReproduceThePerTokenRecurrence) {
+  // Per-token q, k, v, beta and log gate through the whole chunked forward as schedules: the XLA
+  // gates + S stage, the inversion ladder, the XLA WY stage and the scan kernel, against the
+  // per-token recurrence.
   Rng rng;
   GdnShape s{.batch = 1,
              .seq = 4 * 32,
@@ -265,55 +267,31 @@ TEST(ChunkedPipeline, LadderAndScanKernelsReproduceThePerTokenRecurrence) {
   t.gate = rng.uniform(T * H, -0.2, -0.01);
   const Vec want = testing::recurrent(s, t);
 
-  // Chunk-major inputs and S = tril_(beta k k^T * exp(g_i - g_j)).
-  testing::ScanData d;
-  d.q.assign(N * H * C * s.dk, 0), d.k = d.q, d.w = d.q;
-  d.u.assign(N * H * C * s.dv, 0), d.g.assign(N * H * C, 0), d.h0.assign(H * s.dk * s.dv, 0);
-  HostArray S = HostArray::zeros({1, N, H, C, C}, DType::f32);
+  // Token-major [1, T, H, D] -> chunk-major [1, N, H, C, D].
   const testing::ChunkIndex ix{s};
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t h = 0; h < H; ++h) {
-      double acc = 0;
-      for (int64_t i = 0; i < C; ++i) {
-        const int64_t tok = (n * C + i) * H + h;
-        d.g[ix.at(0, n, h, i, 0, C, 1)] = acc += t.gate[tok];
-        for (int64_t c = 0; c < s.dk; ++c) {
-          d.q[ix.at(0, n, h, i, c, C, s.dk)] = t.q[tok * s.dk + c];
-          d.k[ix.at(0, n, h, i, c, C, s.dk)] = t.k[tok * s.dk + c];
-        }
-      }
-      for (int64_t i = 0; i < C; ++i)
-        for (int64_t j = 0; j < i; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < s.dk; ++c)
-            dot += d.k[ix.at(0, n, h, i, c, C, s.dk)] * d.k[ix.at(0, n, h, j, c, C, s.dk)];
-          const double beta_i = t.beta[(n * C + i) * H + h];
-          S.data[ix.at(0, n, h, i, j, C, C)] = static_cast<float>(
-              beta_i * dot *
-              std::exp(d.g[ix.at(0, n, h, i, 0, C, 1)] - d.g[ix.at(0, n, h, j, 0, C, 1)]));
-        }
-    }
-  ArrayMap inv;
-  inv["S"] = S;
-  execute(*kernels::gdn::invert_ladder(s, 4), inv);
-  // u = A (v beta), w = A (k beta exp(g)).
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t h = 0; h < H; ++h) {
-      testing::Mat A(C, C), vb(C, s.dv), kb(C, s.dk);
-      for (int64_t i = 0; i < C; ++i) {
-        const int64_t tok = (n * C + i) * H + h;
-        for (int64_t j = 0; j < C; ++j) A(i, j) = inv["A"].data[ix.at(0, n, h, i, j, C, C)];
-        for (int64_t c = 0; c < s.dv; ++c) vb(i, c) = t.v[tok * s.dv + c] * t.beta[tok];
-        for (int64_t c = 0; c < s.dk; ++c)
-          kb(i, c) = t.k[tok * s.dk + c] * t.beta[tok] * std::exp(d.g[ix.at(0, n, h, i, 0, C, 1)]);
-      }
-      ix.put(d.u, A * vb, 0, n, h);
-      ix.put(d.w, A * kb, 0, n, h);
-    }
-  ScanCase c{s, d, {}, {}};
-  ArrayMap a = forward_arrays(c);
-  execute(*kernels::gdn::scan_forward(s, {2, Precision::highest}), a);
-  // o is chunk-major [1, N, H, C, Dv]; the recurrence is token-major [1, T, H, Dv].
+  auto chunked = [&](const Vec& x, int64_t d) {
+    HostArray a = HostArray::zeros({1, N, H, C, d}, DType::f32);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < C; ++i)
+          for (int64_t c = 0; c < d; ++c)
+            a.data[ix.at(0, n, h, i, c, C, d)] =
+                static_cast<float>(x[((n * C + i) * H + h) * d + c]);
+    return a;
+  };
+  ArrayMap a;
+  a["q"] = chunked(t.q, s.dk);
+  a["k"] = chunked(t.k, s.dk);
+  a["v"] = chunked(t.v, s.dv);
+  a["beta"] = chunked(t.beta, 1);
+  a["g tokens f32"] = chunked(t.gate, 1);
+  a["h0"] = HostArray::zeros({1, H, s.dk, s.dv}, DType::f32);
+  Program p;
+  p.add_kernel(kernels::gdn::xla_gates_s(s));
+  p.add_kernel(kernels::gdn::invert_ladder(s, 4));
+  p.add_kernel(kernels::gdn::xla_wy(s));
+  p.add_kernel(kernels::gdn::scan_forward(s, {2, Precision::highest}));
+  execute(p, a);
   Vec got(want.size());
   for (int64_t n = 0; n < N; ++n)
     for (int64_t h = 0; h < H; ++h)
