@@ -156,7 +156,7 @@ class KernelRun {
         }
       }
       for (const Op& op : k_.body)
-        if (holds(op.when, g)) eval(op);
+        if (op.when.holds(g, k_.grid)) eval(op);
       more = false;
       for (int d = static_cast<int>(g.size()) - 1; d >= 0; --d) {
         if (++g[d] < k_.grid[d]) {
@@ -173,23 +173,6 @@ class KernelRun {
 
  private:
   static constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-  bool holds(const When& w, const GridIndex& g) const {
-    if (w.kind == When::always) return true;
-    const bool first = g[w.axis] == 0, last = g[w.axis] == k_.grid[w.axis] - 1;
-    switch (w.kind) {
-      case When::first:
-        return first;
-      case When::last:
-        return last;
-      case When::not_first:
-        return !first;
-      case When::not_last:
-        return !last;
-      default:
-        return true;
-    }
-  }
 
   // Visits (array offset, block offset) pairs of the block at block index `idx`.
   template <typename F>
@@ -266,8 +249,11 @@ class KernelRun {
         r.assign(num_elements(out.shape), 0.0f);
         const Buffer& a = in(op, 0);
         // Accumulate in double, then round once: an f32 tree sum's error is far below bf16's.
-        std::vector<double> acc(r.size(), 0.0);
-        broadcast_walk(is, out.shape, [&](int64_t i, int64_t o) { acc[o] += a[i]; });
+        const bool max = op.fn == EwFn::max;
+        std::vector<double> acc(r.size(), max ? -std::numeric_limits<double>::infinity() : 0.0);
+        broadcast_walk(is, out.shape, [&](int64_t i, int64_t o) {
+          acc[o] = max ? std::max<double>(acc[o], a[i]) : acc[o] + a[i];
+        });
         for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(acc[i]);
         break;
       }

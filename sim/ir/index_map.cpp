@@ -20,6 +20,18 @@ AffineExpr reversed(int a, int64_t size) {
   return e;
 }
 
+AffineExpr clamped(int a, int limit) {
+  AffineExpr e = axis(a);
+  e.min_axis = limit;
+  return e;
+}
+
+AffineExpr clamped_below(int a, int limit) {
+  AffineExpr e = axis(a);
+  e.max_axis = limit;
+  return e;
+}
+
 std::string IndexMap::to_string() const {
   std::string out = "(";
   for (size_t i = 0; i < dims_.size(); ++i) {
@@ -34,6 +46,8 @@ std::string IndexMap::to_string() const {
     if (e.offset != 0 || term.empty())
       term = term.empty() ? fmt::format("{}", e.offset)
                           : fmt::format("{}{}", e.offset, term[0] == '-' ? term : "+" + term);
+    if (e.min_axis >= 0) term = fmt::format("min({},g{})", term, e.min_axis);
+    if (e.max_axis >= 0) term = fmt::format("max({},g{})", term, e.max_axis);
     out += (i ? "," : "") + term;
   }
   return out + ")";

@@ -13,10 +13,14 @@ using GridIndex = std::vector<int64_t>;
 struct AffineExpr {
   int64_t offset = 0;
   std::vector<int64_t> coeff;  // one per grid dim; missing entries are zero
+  int min_axis = -1;           // >= 0: the result is clamped to at most g[min_axis]
+  int max_axis = -1;           // >= 0: the result is clamped to at least g[max_axis]
 
   int64_t eval(const GridIndex& g) const {
     int64_t v = offset;
     for (size_t i = 0; i < coeff.size() && i < g.size(); ++i) v += coeff[i] * g[i];
+    if (min_axis >= 0 && g[min_axis] < v) v = g[min_axis];
+    if (max_axis >= 0 && g[max_axis] > v) v = g[max_axis];
     return v;
   }
 };
@@ -25,6 +29,11 @@ struct AffineExpr {
 AffineExpr axis(int a);
 AffineExpr constant(int64_t c);
 AffineExpr reversed(int a, int64_t size);
+// Grid axis `a` clamped to at most axis `limit`: causal kernels keep fetching the diagonal block
+// for fully masked steps, so those steps move no data (splash attention's data_next).
+AffineExpr clamped(int a, int limit);
+// Grid axis `a` clamped to at least axis `limit` (the backward walk's skipped steps).
+AffineExpr clamped_below(int a, int limit);
 
 class IndexMap {
  public:

@@ -6,6 +6,21 @@
 
 namespace tpusim {
 
+bool When::holds(const GridIndex& g, const std::vector<int64_t>& grid) const {
+  switch (kind) {
+    case always: return true;
+    case first: return g[axis] == 0;
+    case last: return g[axis] == grid[axis] - 1;
+    case not_first: return g[axis] != 0;
+    case not_last: return g[axis] != grid[axis] - 1;
+    case at_or_below: return g[axis] >= g[other];
+    case on_diagonal: return g[axis] == g[other];
+    case first_both: return g[axis] == 0 && g[other] == 0;
+    case last_both: return g[axis] == grid[axis] - 1 && g[other] == grid[other] - 1;
+  }
+  return true;
+}
+
 int64_t Kernel::grid_steps() const {
   int64_t n = 1;
   for (int64_t g : grid) n *= g;
@@ -127,6 +142,22 @@ ValueId KernelBuilder::dot(std::string name, ValueId lhs, ValueId rhs, DType out
   return push(std::move(op), temp(std::move(name), std::move(s), out));
 }
 
+ValueId KernelBuilder::dot_into(std::string name, ValueId lhs, ValueId rhs, ValueId out, DotDims dims,
+                                Precision p, When when) {
+  Op op;
+  op.kind = OpKind::dot;
+  op.name = std::move(name);
+  op.inputs = {lhs, rhs};
+  op.dims = dims;
+  op.precision = p;
+  op.when = when;
+  const DotShape d = k_->dot_shape(op);
+  if (num_elements(value(out).shape) != d.batch * d.m * d.n)
+    throw Error(fmt::format("kernel '{}': dot '{}' of {}x{}x{} into {}", k_->name, op.name, d.batch, d.m,
+                            d.n, to_string(value(out).shape)));
+  return push(std::move(op), out);
+}
+
 ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueId> inputs,
                                    ValueId out, When when) {
   Op op;
@@ -196,8 +227,14 @@ ValueId KernelBuilder::reduce(std::string name, ValueId in, std::vector<int> axe
   return push(std::move(op), temp(std::move(name), std::move(s), value(in).dtype));
 }
 
+ValueId KernelBuilder::reduce_max(std::string name, ValueId in, std::vector<int> axes, When when) {
+  const ValueId v = reduce(std::move(name), in, std::move(axes), when);
+  k_->body.back().fn = EwFn::max;
+  return v;
+}
+
 ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double fill, int64_t block,
-                            Shape shape, When when) {
+                            Shape shape, When when, ValueId out) {
   Op op;
   op.kind = OpKind::mask;
   op.name = name;
@@ -213,7 +250,8 @@ ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double 
   if (!broadcast_into(check, v.shape) || check != shape)
     throw Error(fmt::format("kernel '{}': mask '{}' cannot broadcast {} to {}", k_->name, op.name,
                             to_string(v.shape), to_string(shape)));
-  return push(std::move(op), temp(std::move(name), std::move(shape), t));
+  if (out < 0) out = temp(std::move(name), std::move(shape), t);
+  return push(std::move(op), out);
 }
 
 ValueId KernelBuilder::slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,

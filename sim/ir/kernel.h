@@ -102,10 +102,20 @@ struct DotDims {
   static DotDims batched() { return {{2}, {1}, {0}, {0}}; }
 };
 
-// Which grid steps an op runs on: always, or when grid axis `axis` is at its first / last index.
+// Which grid steps an op runs on: always; when grid axis `axis` is at its first / last index; or,
+// for causal attention, comparing axis `axis` (query block) with axis `other` (key block).
 struct When {
-  enum Kind : uint8_t { always, first, last, not_first, not_last } kind = always;
+  enum Kind : uint8_t {
+    always, first, last, not_first, not_last,
+    at_or_below,  // g[axis] >= g[other]: the block is at least partly unmasked
+    on_diagonal,  // g[axis] == g[other]: the block needs the causal mask
+    first_both,   // g[axis] and g[other] both at their first index
+    last_both,    // g[axis] and g[other] both at their last index
+  } kind = always;
   int axis = -1;
+  int other = -1;
+
+  bool holds(const GridIndex& g, const std::vector<int64_t>& grid) const;
 };
 
 struct Op {
@@ -120,7 +130,7 @@ struct Op {
   // elementwise / transcendental
   EwFn fn = EwFn::add;
   double scalar = 0;  // fill value, or a scalar operand
-  // reduce (sum, keeping reduced dims as size 1)
+  // reduce (sum, or max when fn is EwFn::max; reduced dims are kept with size 1)
   std::vector<int> reduce_axes;
   // mask
   MaskKind mask = MaskKind::lower;
@@ -169,6 +179,9 @@ class KernelBuilder {
 
   ValueId dot(std::string name, ValueId lhs, ValueId rhs, DType out,
               DotDims dims = DotDims::matmul(), Precision p = Precision::default_, When when = {});
+  // The same, writing into an existing buffer (a scratch or an output block).
+  ValueId dot_into(std::string name, ValueId lhs, ValueId rhs, ValueId out, DotDims dims,
+                   Precision p = Precision::default_, When when = {});
   // out = fn(inputs...) with `out` an existing value (scratch or output block) or a new temp.
   ValueId elementwise(std::string name, EwFn fn, std::vector<ValueId> inputs, ValueId out,
                       When when = {});
@@ -181,9 +194,10 @@ class KernelBuilder {
   ValueId copy(std::string name, ValueId from, ValueId to, When when = {});
   ValueId fill(std::string name, ValueId to, double value, When when = {});
   ValueId reduce(std::string name, ValueId in, std::vector<int> axes, When when = {});
+  ValueId reduce_max(std::string name, ValueId in, std::vector<int> axes, When when = {});
   // where(mask, in, fill); `shape` broadcasts `in` to a larger shape (empty: in's shape).
   ValueId mask(std::string name, ValueId in, MaskKind kind, double fill = 0, int64_t block = 0,
-               Shape shape = {}, When when = {});
+               Shape shape = {}, When when = {}, ValueId out = -1);
   ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,
                 When when = {});
   ValueId concat(std::string name, std::vector<ValueId> inputs, int axis, When when = {});

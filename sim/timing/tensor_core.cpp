@@ -9,24 +9,6 @@
 namespace tpusim {
 namespace {
 
-bool holds(const When& w, const Kernel& k, const GridIndex& g) {
-  if (w.kind == When::always) return true;
-  const bool first = g[w.axis] == 0;
-  const bool last = g[w.axis] == k.grid[w.axis] - 1;
-  switch (w.kind) {
-    case When::first:
-      return first;
-    case When::last:
-      return last;
-    case When::not_first:
-      return !first;
-    case When::not_last:
-      return !last;
-    default:
-      return true;
-  }
-}
-
 int64_t flat_index(const Kernel& k, const GridIndex& g) {
   int64_t f = 0;
   for (size_t i = 0; i < g.size(); ++i) f = f * k.grid[i] + g[i];
@@ -99,7 +81,7 @@ const BodySchedule& TensorCore::body_for(const Kernel& k, const GridIndex& g) {
       operand_labels_.push_back(rec_.label("write " + s.array.name));
   }
   active_.resize(k.body.size());
-  for (size_t i = 0; i < k.body.size(); ++i) active_[i] = holds(k.body[i].when, k, g);
+  for (size_t i = 0; i < k.body.size(); ++i) active_[i] = k.body[i].when.holds(g, k.grid);
   auto it = schedules_.find(active_);
   if (it == schedules_.end())
     it = schedules_.emplace(active_, schedule_body(chip_, k, active_)).first;
