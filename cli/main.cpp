@@ -15,6 +15,8 @@
 #include "app/gdn_report.h"
 #include "app/matmul_table.h"
 #include "app/report.h"
+#include "app/scenario.h"
+#include "app/step_report.h"
 #include "app/timeline_svg.h"
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/layer.h"
@@ -223,6 +225,18 @@ int main(int argc, char** argv) {
   CLI::App* gdn_builds = cmp.add(
       &app, "gdn-builds", "the four builds of the GDN kernel change side by side (markdown)");
 
+  std::string run_file, run_json;
+  CLI::App* run_cmd = app.add_subcommand("run", "predict a training step from a scenario file");
+  run_cmd->add_option("file", run_file, "scenario YAML")->required();
+  run_cmd->add_option("--json", run_json, "write machine-readable results to FILE");
+
+  std::vector<std::string> validate_paths;
+  std::string validate_json, validate_md;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "predicted against measured for every scenario with measured values");
+  validate_cmd->add_option("paths", validate_paths, "scenario files or folders (default: scenarios/calibration scenarios/blind)");
+  validate_cmd->add_option("--json", validate_json, "write the rows as JSON to FILE");
+  validate_cmd->add_option("--markdown", validate_md, "write the report to FILE (default docs/validation.md)");
+
   CLI::App* chip_cmd =
       app.add_subcommand("chip", "print a chip spec and where each value comes from");
   chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
@@ -304,6 +318,37 @@ int main(int argc, char** argv) {
     } else if (gdn_builds->parsed()) {
       cmp.shape.compute = parse_dtype(cmp.dtype);
       std::cout << gdn_builds_markdown(load_chip(cmp.chip), cmp.shape);
+    } else if (run_cmd->parsed()) {
+      const Scenario sc = load_scenario(run_file);
+      const StepPrediction p = predict_step(sc.step);
+      OutputFiles files;
+      if (!run_json.empty()) files.stage(run_json, step_json(sc, p).dump(2) + "\n");
+      files.commit();
+      std::cout << step_summary_text(sc, p);
+    } else if (validate_cmd->parsed()) {
+      if (validate_paths.empty())
+        validate_paths = {repo_file("scenarios/calibration"), repo_file("scenarios/blind")};
+      std::vector<Scenario> scenarios;
+      for (const std::string& f : scenario_files(validate_paths))
+        if (f.find("/calibration/v5e_pallas") == std::string::npos && f.find("/blind/b4_") == std::string::npos)
+          scenarios.push_back(load_scenario(f));  // all files are checked before anything runs
+      std::vector<ValidationRow> rows;
+      std::vector<std::pair<Scenario, StepPrediction>> blind;
+      for (const Scenario& sc : scenarios) {
+        const StepPrediction p = predict_step(sc.step);
+        if (sc.measured.empty()) blind.emplace_back(sc, p);
+        for (const ValidationRow& r : validation_rows(sc, p)) rows.push_back(r);
+      }
+      const std::string md = validation_markdown(rows, blind);
+      nlohmann::json j = {{"rows", nlohmann::json::array()}};
+      for (const ValidationRow& r : rows)
+        j["rows"].push_back({{"scenario", r.scenario}, {"metric", r.metric}, {"predicted", r.predicted},
+                             {"measured", r.measured}, {"error_pct", r.error_pct()}});
+      OutputFiles files;
+      files.stage(validate_md.empty() ? repo_file("docs/validation.md") : validate_md, md);
+      if (!validate_json.empty()) files.stage(validate_json, j.dump(2) + "\n");
+      files.commit();
+      std::cout << md;
     } else if (chip_cmd->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
       fmt::print("chip {}\n", chip.name);

@@ -30,7 +30,8 @@ struct MeshAxis {
   std::string name;
   int64_t size = 1;
   bool wraparound = false;
-  bool dcn = false;  // across slices over the data-centre network instead of ICI
+  int torus_dims = 1;  // torus dimensions the axis spans: each adds its links to the ring
+  bool dcn = false;    // across slices over the data-centre network instead of ICI
 };
 
 struct Collective {

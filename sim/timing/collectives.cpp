@@ -1,5 +1,8 @@
 #include "sim/timing/collectives.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tpusim {
 
 double collective_seconds(const ChipSpec& chip, const Collective& c) {
@@ -11,8 +14,11 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
     return share * bytes / chip.dcn_bytes_per_s_per_chip;
   }
   // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
-  const double bw = chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0);
-  const double hops = c.axis.wraparound ? n / 2 : n - 1;
+  // An axis over several torus dimensions drives each dimension's links at once.
+  const int dims = std::max(1, c.axis.torus_dims);
+  const double bw = chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0) * dims;
+  const double side = std::pow(n, 1.0 / dims);
+  const double hops = dims * (c.axis.wraparound ? side / 2 : side - 1);
   switch (c.kind) {
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:

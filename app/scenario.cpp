@@ -1,0 +1,146 @@
+#include "app/scenario.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "models/chip_loader.h"
+#include "models/yaml_errors.h"
+#include "sim/error.h"
+
+namespace tpusim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void only_keys(const std::string& f, const YAML::Node& n, const std::string& path, const std::set<std::string>& keys) {
+  if (!n.IsMap()) yaml_fail(f, n, path, "expected a mapping");
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    if (!keys.count(k)) {
+      std::string known;
+      for (const auto& x : keys) known += (known.empty() ? "" : ", ") + x;
+      yaml_fail(f, kv.first, path.empty() ? k : path + "." + k, fmt::format("unknown key (known: {})", known));
+    }
+  }
+}
+
+int64_t positive(const std::string& f, const YAML::Node& n, const std::string& path) {
+  const auto v = yaml_as<int64_t>(f, n, path, "an integer");
+  if (v < 1) yaml_fail(f, n, path, fmt::format("must be a positive integer, got {}", v));
+  return v;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& f) {
+  const YAML::Node root = yaml_load_file(f);
+  only_keys(f, root, "", {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
+                          "remat", "gdn", "attention", "measured"});
+  auto need = [&](const char* key) {
+    if (!root[key]) yaml_fail(f, root, key, "missing");
+    return root[key];
+  };
+  Scenario s;
+  s.file = f;
+  s.name = root["name"] ? yaml_as<std::string>(f, root["name"], "name", "a string") : fs::path(f).stem().string();
+  if (root["description"]) s.description = yaml_as<std::string>(f, root["description"], "description", "a string");
+  s.chip_name = yaml_as<std::string>(f, need("chip"), "chip", "a string");
+  try {
+    s.step.chip = load_chip(s.chip_name);
+  } catch (const Error& e) {
+    yaml_fail(f, root["chip"], "chip", e.what());
+  }
+  s.model_name = yaml_as<std::string>(f, need("model"), "model", "a string");
+  try {
+    s.step.model = load_model(s.model_name);
+  } catch (const Error& e) {
+    yaml_fail(f, root["model"], "model", e.what());
+  }
+  StepConfig& c = s.step;
+  c.chips_per_slice = positive(f, need("chips"), "chips");
+  c.mesh.data = root["slices"] ? positive(f, root["slices"], "slices") : 1;
+  c.seq = positive(f, need("seq"), "seq");
+  c.batch_per_chip = positive(f, need("batch_per_chip"), "batch_per_chip");
+  if (root["remat"]) {
+    try {
+      c.remat = parse_remat(yaml_as<std::string>(f, root["remat"], "remat", "a string"));
+    } catch (const Error& e) {
+      yaml_fail(f, root["remat"], "remat", e.what());
+    }
+  }
+  c.mesh.fsdp = c.chips_per_slice;
+  if (const YAML::Node m = root["mesh"]) {
+    only_keys(f, m, "mesh", {"fsdp", "tensor"});
+    c.mesh.tensor = m["tensor"] ? positive(f, m["tensor"], "mesh.tensor") : 1;
+    c.mesh.fsdp = m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp") : c.chips_per_slice / c.mesh.tensor;
+    if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
+      yaml_fail(f, m, "mesh", fmt::format("fsdp {} x tensor {} = {} is not the {} chips of the slice", c.mesh.fsdp,
+                                          c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
+  }
+  if (const YAML::Node g = root["gdn"]) {
+    only_keys(f, g, "gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"});
+    if (g["build"]) {
+      try {
+        c.gdn.build = kernels::gdn::parse_build(yaml_as<std::string>(f, g["build"], "gdn.build", "a string"));
+      } catch (const Error& e) {
+        yaml_fail(f, g["build"], "gdn.build", e.what());
+      }
+    }
+    if (g["chunk"]) c.gdn_chunk = positive(f, g["chunk"], "gdn.chunk");
+    if (g["head_tile_fwd"]) c.gdn.head_tile_fwd = positive(f, g["head_tile_fwd"], "gdn.head_tile_fwd");
+    if (g["head_tile_bwd"]) c.gdn.head_tile_bwd = positive(f, g["head_tile_bwd"], "gdn.head_tile_bwd");
+    if (g["tile_n"]) c.gdn.tile_n = positive(f, g["tile_n"], "gdn.tile_n");
+  } else if (c.model.gdn_layers() > 0) {
+    yaml_fail(f, root, "gdn", "the model has GDN layers: say which build runs them (gdn: {build: main|scan|heads|ladder})");
+  }
+  if (const YAML::Node a = root["attention"]) {
+    only_keys(f, a, "attention", {"block"});
+    if (a["block"]) c.attention_block = positive(f, a["block"], "attention.block");
+  }
+  if (const YAML::Node m = root["measured"]) {
+    std::set<std::string> keys(kMetrics.begin(), kMetrics.end());
+    keys.insert("source");
+    only_keys(f, m, "measured", keys);
+    if (!m["source"]) yaml_fail(f, m, "measured.source", "measured values need a source");
+    s.measured_source = yaml_as<std::string>(f, m["source"], "measured.source", "a string");
+    for (const std::string& k : kMetrics)
+      if (m[k]) s.measured[k] = yaml_as<double>(f, m[k], "measured." + k, "a number");
+  }
+  try {
+    check(c);
+  } catch (const Error& e) {
+    yaml_fail(f, root["mesh"] ? root["mesh"] : root, root["mesh"] ? "mesh" : "", e.what());
+  }
+  return s;
+}
+
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    if (fs::is_directory(p)) {
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+    } else if (fs::exists(p)) {
+      files.push_back(p);
+    } else {
+      throw Error(fmt::format("{}: no such scenario file or folder", p));
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+double metric(const StepPrediction& p, const std::string& m) {
+  if (m == "step_time_s") return p.step_time_s;
+  if (m == "tokens_per_s_per_chip") return p.tokens_per_s_per_chip;
+  if (m == "tflops_per_chip") return p.tflops_per_s_per_chip;
+  if (m == "mfu") return p.mfu;
+  if (m == "peak_hbm_bytes") return static_cast<double>(p.peak_hbm_bytes);
+  throw Error(fmt::format("unknown metric '{}'", m));
+}
+
+}  // namespace tpusim

@@ -1,0 +1,35 @@
+// Scenario files (scenarios/**/*.yaml): chip, slice and mesh, model, sequence and batch, remat
+// policy, GDN kernel knobs, and optionally `measured:` values with their source. Every key is
+// checked: an unknown key, a wrong type or an impossible mesh is one Error naming
+// file:line:column and the key path, before anything runs.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/workload/step.h"
+
+namespace tpusim {
+
+// Metrics a scenario can carry measurements of (and that `run` predicts).
+inline const std::vector<std::string> kMetrics = {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu",
+                                                  "peak_hbm_bytes"};
+
+struct Scenario {
+  std::string file, name, description;
+  StepConfig step;
+  std::string chip_name, model_name;
+  std::string measured_source;
+  std::map<std::string, double> measured;  // metric -> value
+};
+
+Scenario load_scenario(const std::string& file);
+
+// Scenario files under `paths` (files or folders, searched recursively), sorted.
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
+
+// The value of `metric` in a prediction.
+double metric(const StepPrediction& p, const std::string& metric);
+
+}  // namespace tpusim

@@ -1,0 +1,35 @@
+// Model configurations (models/workloads/<name>.yaml): a dense transformer, optionally hybrid with
+// Gated Delta Net layers (full attention in every `full_attention_interval`-th layer). Unknown keys
+// and MoE models are errors naming file:line:column.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim {
+
+struct GdnDims {
+  int64_t key_heads = 16, value_heads = 32, head_dim = 128, conv_kernel = 4;
+};
+
+struct ModelConfig {
+  std::string name, source, file;
+  int64_t d_model = 0, layers = 0, q_heads = 0, kv_heads = 0, head_dim = 0, mlp_dim = 0, vocab = 0;
+  bool swiglu = true;                   // false: GELU (one up projection)
+  int64_t full_attention_interval = 0;  // 0: every layer is full attention
+  GdnDims gdn;
+
+  int64_t attention_layers() const;
+  int64_t gdn_layers() const { return layers - attention_layers(); }
+  int64_t attention_layer_params() const;  // attention + MLP + norms
+  int64_t gdn_layer_params() const;        // GDN projections, conv, norms + MLP
+  int64_t mlp_params() const;
+  int64_t embedding_params() const;        // input embedding and output projection (untied)
+  int64_t params() const;
+};
+
+std::vector<std::string> known_models();
+// `name_or_path`: a model name in models/workloads/ or a YAML path.
+ModelConfig load_model(const std::string& name_or_path);
+
+}  // namespace tpusim

@@ -1,0 +1,377 @@
+#include "models/workload/step.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/gdn/layer.h"
+#include "kernels/generic.h"
+#include "kernels/transformer.h"
+#include "sim/error.h"
+#include "sim/timing/collectives.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim {
+namespace {
+
+using kernels::Fusion;
+
+// Local (per-device) sizes after tensor parallelism.
+struct Local {
+  int64_t tokens, batch, q_heads, kv_heads, mlp, gdn_value_heads, gdn_key_heads;
+};
+
+Local local(const StepConfig& c) {
+  const int64_t tp = c.mesh.tensor;
+  const ModelConfig& m = c.model;
+  // MaxText's global batch is per_device_batch x devices, sharded over the data and fsdp axes:
+  // each tensor-parallel group works on tp x per-device batch sequences with 1/tp of the heads.
+  const int64_t batch = c.batch_per_chip * tp;
+  return {batch * c.seq, batch, m.q_heads / tp, std::max<int64_t>(1, m.kv_heads / tp), m.mlp_dim / tp,
+          m.gdn.value_heads / tp, std::max<int64_t>(1, m.gdn.key_heads / tp)};
+}
+
+// Builds one layer's program in phases, recording which ops the remat policy recomputes.
+class LayerProgram {
+ public:
+  LayerProgram(const StepConfig& c) : c_(c) {}
+  Program p;
+
+  void dot(const std::string& stage, int64_t m, int64_t k, int64_t n) {
+    p.add_kernel(kernels::xla_dot(c_.chip, m, k, n), {}, stage);
+  }
+  // y = x W (x [M, K], W [K, N]): the forward dot, and in the backward dX and dW.
+  void dot_bwd(const std::string& stage, int64_t m, int64_t k, int64_t n) {
+    dot(stage, m, n, k);
+    dot(stage, k, m, n);
+  }
+  void fusion(const std::string& stage, Fusion f, int64_t rows, int64_t cols) {
+    p.add_kernel(kernels::xla_fusion(f, rows, cols), {}, stage);
+  }
+  void kernel(const std::string& stage, std::shared_ptr<const Kernel> k) { p.add_kernel(std::move(k), {}, stage); }
+
+ private:
+  const StepConfig& c_;
+};
+
+// What a remat policy keeps from the forward pass (so the backward does not recompute it).
+struct Saved {
+  bool qkv = false, out_proj = false, mlp_in = false, mlp_out = false;
+};
+Saved saved_by(Remat r) {
+  switch (r) {
+    case Remat::full: return {};
+    case Remat::minimal: return {true, true, true, true};
+    case Remat::save_dot_except_mlp: return {true, true, false, false};
+    case Remat::save_qkv_proj: return {true, false, false, false};
+  }
+  return {};
+}
+
+void mlp_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, bool dots_in, bool dots_out) {
+  const int64_t M = l.tokens, E = c.model.d_model;
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  if (dots_in) lp.dot(phase + ": mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);
+  lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
+  if (dots_out) lp.dot(phase + ": mlp", M, l.mlp, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+}
+
+void mlp_backward(LayerProgram& lp, const StepConfig& c, const Local& l) {
+  const int64_t M = l.tokens, E = c.model.d_model;
+  lp.dot_bwd("bwd: mlp", M, l.mlp, E);
+  lp.fusion("bwd: mlp", c.model.swiglu ? Fusion::swiglu_bwd : Fusion::gelu_bwd, M, l.mlp);
+  lp.dot_bwd("bwd: mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+}
+
+kernels::AttentionShape attention_shape(const StepConfig& c, const Local& l) {
+  return {l.batch, c.seq, l.q_heads, l.kv_heads, c.model.head_dim, std::min(c.attention_block, c.seq), true, DType::bf16};
+}
+
+void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, const Saved& keep) {
+  const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  if (!keep.qkv) lp.dot(phase + ": attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
+  lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
+  lp.fusion(phase + ": attention proj", Fusion::rope, M, l.kv_heads * Dh);
+  lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
+  if (!keep.out_proj) lp.dot(phase + ": attention proj", M, l.q_heads * Dh, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+  mlp_forward(lp, c, l, phase, !keep.mlp_in, !keep.mlp_out);
+}
+
+Program attention_layer(const StepConfig& c, const Local& l) {
+  LayerProgram lp(c);
+  const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
+  attention_forward(lp, c, l, "fwd", {});
+  attention_forward(lp, c, l, "remat", saved_by(c.remat));
+  mlp_backward(lp, c, l);
+  lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dh, E);
+  lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dh);  // di = rowsum(o do)
+  lp.kernel("bwd: attention", kernels::attention_backward_dkv(attention_shape(c, l)));
+  lp.kernel("bwd: attention", kernels::attention_backward_dq(attention_shape(c, l)));
+  lp.fusion("bwd: attention proj", Fusion::rope, M, l.q_heads * Dh);
+  lp.fusion("bwd: attention proj", Fusion::rope, M, l.kv_heads * Dh);
+  lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+  return lp.p;
+}
+
+kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const Local& l) {
+  return {l.batch, c.seq, l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim, c.gdn_chunk, DType::bf16};
+}
+
+void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, const Saved& keep) {
+  const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
+  const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  // The GDN layer names no checkpoints (xla_lowering.md 3): its projections are recomputed under
+  // every policy but "full" recomputes all of them anyway.
+  lp.dot(phase + ": gdn proj", M, E, 2 * K + 2 * V);
+  lp.dot(phase + ": gdn proj", M, E, 2 * l.gdn_value_heads);
+  lp.fusion(phase + ": gdn conv + gates", Fusion::causal_conv, M, 2 * K + V);
+  lp.fusion(phase + ": gdn conv + gates", Fusion::gdn_gates, M, 2 * l.gdn_value_heads);
+  lp.fusion(phase + ": gdn conv + gates", Fusion::residual_add, M, 2 * V);  // q, k repeated to the value heads
+  lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
+  lp.dot(phase + ": gdn out", M, V, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+  mlp_forward(lp, c, l, phase, !keep.mlp_in, !keep.mlp_out);
+}
+
+Program gdn_layer(const StepConfig& c, const Local& l) {
+  LayerProgram lp(c);
+  const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
+  const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
+  gdn_forward(lp, c, l, "fwd", {});
+  gdn_forward(lp, c, l, "remat", saved_by(c.remat));
+  mlp_backward(lp, c, l);
+  lp.dot_bwd("bwd: gdn out", M, V, E);
+  lp.fusion("bwd: gdn out", Fusion::gated_rmsnorm_bwd, M, V);
+  lp.fusion("bwd: gdn conv + gates", Fusion::causal_conv_bwd, M, 2 * K + V);
+  lp.fusion("bwd: gdn conv + gates", Fusion::gdn_gates, M, 2 * l.gdn_value_heads);
+  lp.dot_bwd("bwd: gdn proj", M, E, 2 * K + 2 * V);
+  lp.dot_bwd("bwd: gdn proj", M, E, 2 * l.gdn_value_heads);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+  // The core: forward, its recompute and its backward (kernels/gdn/layer.cpp), by build.
+  lp.p.append(kernels::gdn::layer_core(gdn_shape(c, l), c.gdn), "gdn core");
+  return lp.p;
+}
+
+Program embedding_and_logits(const StepConfig& c, const Local& l) {
+  LayerProgram lp(c);
+  const int64_t M = l.tokens, E = c.model.d_model, Vv = c.model.vocab / c.mesh.tensor;
+  lp.fusion("fwd: embedding", Fusion::residual_add, M, E);  // the lookup: a gather of M rows
+  lp.fusion("fwd: logits", Fusion::rmsnorm, M, E);
+  lp.dot("fwd: logits", M, E, Vv);
+  lp.fusion("fwd: logits", Fusion::cross_entropy, M, Vv);
+  lp.dot_bwd("bwd: logits", M, E, Vv);
+  lp.fusion("bwd: logits", Fusion::rmsnorm_bwd, M, E);
+  lp.fusion("bwd: embedding", Fusion::residual_add, M, E);  // scatter-add of the gradient rows
+  return lp.p;
+}
+
+Program optimizer(const StepConfig& c) {
+  const int64_t local = c.model.params() / (c.mesh.fsdp * c.mesh.tensor);
+  const int64_t rows = std::max<int64_t>(8, (local / 1024 + 7) / 8 * 8);
+  Program p;
+  p.add_kernel(kernels::xla_fusion(Fusion::adamw, rows, 1024, DType::f32), {}, "optimizer");
+  return p;
+}
+
+// The ICI axes of a slice: v5e / v6e slices are 2D (wraparound on the full 16 x 16 pod), v5p
+// slices 3D (wraparound once the slice holds whole 4 x 4 x 4 cubes).
+MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, bool tensor_axis) {
+  MeshAxis a{name, size, false, 1, false};
+  const int dims = c.chip.ici_dims == 3 ? (c.chips_per_slice >= 8 ? 3 : 2) : 2;
+  a.wraparound = c.chip.ici_dims == 3 ? c.chips_per_slice >= 64 : c.chips_per_slice >= 256;
+  a.torus_dims = tensor_axis ? 1 : std::max(1, dims - (c.mesh.tensor > 1 ? 1 : 0));
+  return a;
+}
+
+StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count, const Program& p,
+                       double* forward_share = nullptr) {
+  ChipSpec chip = c.chip;
+  chip.host_dispatch_s = 0;  // one dispatch per step, added once
+  const RunResult r = simulate(chip, p);
+  if (forward_share) {
+    int64_t fwd = 0, all = 0;
+    for (size_t i = 0; i < r.item_cycles.size(); ++i) {
+      all += r.item_cycles[i];
+      if (r.item_stages[i].rfind("fwd", 0) == 0) fwd += r.item_cycles[i];
+    }
+    *forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
+  }
+  StepPart part;
+  part.name = name;
+  part.count = count;
+  part.compute_s = r.time_s;
+  part.flops = static_cast<double>(r.flops);
+  for (int i = 0; i < kNumCauses; ++i) part.time_s[i] = chip.cycles_to_s(r.time[i]);
+  return part;
+}
+
+// Per layer: the FSDP all-gather of its weights hides behind the forward, the second all-gather
+// and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
+// of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
+// backward).
+void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params, double fwd_share) {
+  const Local l = local(c);
+  double exposed = 0, total = 0;
+  if (c.mesh.fsdp > 1) {
+    const MeshAxis fsdp = slice_axis(c, "fsdp", c.mesh.fsdp, false);
+    const int64_t bytes_bf16 = layer_params / c.mesh.tensor * 2, bytes_f32 = layer_params / c.mesh.tensor * 4;
+    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
+    const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_f32, fsdp});
+    const double fwd = part.compute_s * fwd_share, bwd = part.compute_s - fwd;
+    exposed += std::max(0.0, ag - fwd) + std::max(0.0, ag + rs - bwd);
+    total += 2 * ag + rs;
+  }
+  if (c.mesh.tensor > 1) {
+    const MeshAxis tp = slice_axis(c, "tensor", c.mesh.tensor, true);
+    const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, l.tokens * c.model.d_model * 2, tp});
+    exposed += 6 * ar;
+    total += 6 * ar;
+  }
+  part.collective_s = total;
+  part.exposed_s = exposed;
+}
+
+std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
+  const ModelConfig& m = c.model;
+  const int64_t shards = c.mesh.fsdp * c.mesh.tensor, P = m.params();
+  const int64_t M = l.tokens, E = m.d_model;
+  std::vector<MemoryItem> items;
+  items.push_back({"parameters (f32, sharded)", 4 * P / shards});
+  items.push_back({"gradients (f32, sharded)", 4 * P / shards});
+  items.push_back({"AdamW moments (2 x f32, sharded)", 8 * P / shards});
+  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, E), m.layers * M * E * 2});
+  const Saved keep = saved_by(c.remat);
+  const int64_t Dh = m.head_dim;
+  const int64_t per_attention = M * 2 * ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? E : 0) +
+                                         (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+  const int64_t per_gdn = M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+  if (per_attention + per_gdn > 0)
+    items.push_back({"activations saved by the remat policy",
+                     m.attention_layers() * per_attention + m.gdn_layers() * per_gdn});
+  // The backward working set of one layer: its recomputed activations and kernel residuals.
+  const int64_t dense_ws = M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp);
+  int64_t gdn_ws = 0;
+  if (m.gdn_layers() > 0) {
+    const kernels::gdn::GdnShape g = gdn_shape(c, l);
+    const int64_t B = g.batch, N = g.chunks(), H = g.heads, C = g.chunk, D = g.dk;
+    const int64_t chunk_arrays = B * N * H * C * D * 2 * 5 + B * N * H * C * C * 4 * 2;  // w u q k v, S and A
+    const int64_t residuals = c.gdn.build == kernels::gdn::Build::main
+                                  ? N * B * H * 4 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
+                                  : B * N * H * D * D * 4;                                   // h_saved
+    gdn_ws = dense_ws + chunk_arrays + residuals;
+  }
+  const int64_t gathered = 2 * std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) / c.mesh.tensor * 2;
+  const int64_t logits = M * (m.vocab / c.mesh.tensor) * 4 * 2;
+  const int64_t layer_ws = std::max(dense_ws, gdn_ws) + gathered;
+  if (layer_ws >= logits) {
+    items.push_back({m.gdn_layers() > 0 && gdn_ws >= dense_ws
+                         ? fmt::format("peak: a GDN layer's backward (activations, chunk arrays, {}) + gathered weights",
+                                       c.gdn.build == kernels::gdn::Build::main ? "lax.scan residuals" : "h_saved")
+                         : "peak: a layer's backward (activations) + gathered weights",
+                     layer_ws});
+  } else {
+    items.push_back({"peak: logits and their gradient (f32)", logits});
+  }
+  return items;
+}
+
+}  // namespace
+
+Remat parse_remat(const std::string& n) {
+  for (Remat r : {Remat::full, Remat::minimal, Remat::save_dot_except_mlp, Remat::save_qkv_proj})
+    if (name(r) == n) return r;
+  throw Error(fmt::format("unknown remat policy '{}' (known: full, minimal, save_dot_except_mlp, save_qkv_proj)", n));
+}
+
+std::string name(Remat r) {
+  switch (r) {
+    case Remat::full: return "full";
+    case Remat::minimal: return "minimal";
+    case Remat::save_dot_except_mlp: return "save_dot_except_mlp";
+    case Remat::save_qkv_proj: return "save_qkv_proj";
+  }
+  return "?";
+}
+
+void check(const StepConfig& c) {
+  const ModelConfig& m = c.model;
+  if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
+    throw Error(fmt::format("mesh fsdp {} x tensor {} = {} does not match the {} chips of a slice", c.mesh.fsdp,
+                            c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
+  if (c.mesh.tensor > 1 && (m.q_heads % c.mesh.tensor != 0 || m.mlp_dim % c.mesh.tensor != 0))
+    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}", c.mesh.tensor, m.q_heads, m.mlp_dim));
+  if (c.seq < 1 || c.batch_per_chip < 1) throw Error(fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
+  if (m.gdn_layers() > 0 && c.seq % c.gdn_chunk != 0)
+    throw Error(fmt::format("seq {} is not a multiple of the GDN chunk {}", c.seq, c.gdn_chunk));
+}
+
+double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s) {
+  const double B = static_cast<double>(b), S = static_cast<double>(s), E = static_cast<double>(m.d_model);
+  const double ffn = 2 * B * S * m.mlp_dim * E * (m.swiglu ? 2 : 1) + 2 * B * S * m.mlp_dim * E;
+  const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
+  const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
+  const double causal = 4 * B * S * S * m.q_heads * m.head_dim / 2;
+  const double embedding = 2 * B * S * E * m.vocab;
+  const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim), V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);
+  const double gdn_weights = 2 * B * S * E * (2 * K + 2 * V + 2 * m.gdn.value_heads) + 2 * B * S * E * V +
+                             2 * B * S * m.gdn.conv_kernel * (2 * K + V);
+  const double gdn_core = 8.0 * m.gdn.value_heads * m.gdn.head_dim * m.gdn.head_dim * B * S;
+  const double La = static_cast<double>(m.attention_layers()), Lg = static_cast<double>(m.gdn_layers());
+  const double weights = ffn * m.layers + (qkv + proj) * La + gdn_weights * Lg + embedding;
+  return 3 * weights + 3 * (causal * La + gdn_core * Lg);
+}
+
+StepPrediction predict_step(const StepConfig& c) {
+  check(c);
+  const Local l = local(c);
+  const ModelConfig& m = c.model;
+  StepPrediction out;
+  auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params) {
+    double fwd_share = 0;
+    StepPart part = simulate_part(c, name, count, p, &fwd_share);
+    add_layer_collectives(c, part, params, fwd_share);
+    out.parts.push_back(part);
+  };
+  if (m.attention_layers() > 0) layer("attention layer", m.attention_layers(), attention_layer(c, l), m.attention_layer_params());
+  if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params());
+  StepPart emb = simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l));
+  add_layer_collectives(c, emb, m.embedding_params(), 0.3);
+  emb.exposed_s = emb.collective_s;  // nothing to hide the first and last gathers behind
+  out.parts.push_back(emb);
+  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c)));
+  if (c.mesh.data > 1) {
+    StepPart dcn;
+    dcn.name = "data-parallel gradient all-reduce (DCN)";
+    const MeshAxis axis{"data", c.mesh.data, false, 1, true};
+    dcn.collective_s = collective_seconds(c.chip, {CollectiveKind::all_reduce, 4 * m.params() / (c.mesh.fsdp * c.mesh.tensor), axis});
+    double backward = 0;
+    for (const StepPart& p : out.parts) backward += 0.7 * p.compute_s * p.count;
+    dcn.exposed_s = std::max(0.0, dcn.collective_s - backward);
+    out.parts.push_back(dcn);
+  }
+  StepPart dispatch;
+  dispatch.name = "host dispatch";
+  dispatch.compute_s = c.chip.host_dispatch_s;
+  dispatch.time_s[static_cast<int>(Cause::dispatch)] = c.chip.host_dispatch_s;
+  out.parts.push_back(dispatch);
+
+  for (const StepPart& p : out.parts) out.step_time_s += p.count * (p.compute_s + p.exposed_s);
+  out.tokens_per_s_per_chip = c.batch_per_chip * c.seq / out.step_time_s;
+  out.model_flops_per_chip = maxtext_flops_per_device(m, c.batch_per_chip, c.seq);
+  out.tflops_per_s_per_chip = out.model_flops_per_chip / out.step_time_s / 1e12;
+  out.mfu = out.tflops_per_s_per_chip * 1e12 / c.chip.peak_bf16_flops;
+  out.memory = memory_model(c, l);
+  for (const MemoryItem& it : out.memory) out.peak_hbm_bytes += it.bytes;
+  out.hbm_capacity_bytes = c.chip.hbm_bytes;
+  out.fits_hbm = out.peak_hbm_bytes <= out.hbm_capacity_bytes;
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,81 @@
+// A whole training step of a model on one chip of a slice: per-layer programs built from the
+// kernels (attention, GDN, MLP, norms, embedding and logits, AdamW), played on the timing engine
+// once per layer kind and multiplied by the layer count; FSDP weight all-gathers and gradient
+// reduce-scatters overlapped with each layer's compute as XLA's asynchronous collectives are
+// (only what exceeds the compute is exposed); tensor-parallel all-reduces on the critical path;
+// the data-parallel gradient all-reduce over DCN overlapped with the backward pass. Also the
+// model FLOPs as MaxText counts them, and peak HBM per chip.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/gdn/layer.h"
+#include "models/workload/model_config.h"
+#include "sim/chip_spec.h"
+#include "sim/timing/result.h"
+
+namespace tpusim {
+
+struct Mesh {
+  int64_t data = 1;  // slices, over DCN
+  int64_t fsdp = 1;  // within a slice
+  int64_t tensor = 1;
+};
+
+// MaxText remat policies (xla_lowering.md 3). `custom` and the offloaded policies are
+// approximated by the policy that saves the same tensors on device (see docs/step_model.md).
+enum class Remat { full, minimal, save_dot_except_mlp, save_qkv_proj };
+Remat parse_remat(const std::string& name);  // throws Error listing the policies
+std::string name(Remat r);
+
+struct StepConfig {
+  ChipSpec chip;
+  ModelConfig model;
+  int64_t chips_per_slice = 1;
+  Mesh mesh;
+  int64_t seq = 4096;
+  int64_t batch_per_chip = 1;
+  Remat remat = Remat::full;
+  kernels::gdn::LayerOptions gdn;
+  int64_t gdn_chunk = 128;
+  int64_t attention_block = 512;
+};
+
+struct StepPart {
+  std::string name;  // "attention layer", "gdn layer", "embedding + logits", "optimizer", ...
+  int64_t count = 1;
+  double compute_s = 0;        // per instance
+  double collective_s = 0;     // per instance, overlappable
+  double exposed_s = 0;        // per instance: collectives not hidden + critical-path collectives
+  std::array<double, kNumCauses> time_s{};  // per instance, by cause (compute only)
+  double flops = 0;            // per instance, executed (algorithmic)
+};
+
+struct MemoryItem {
+  std::string what;
+  int64_t bytes = 0;
+};
+
+struct StepPrediction {
+  double step_time_s = 0;
+  double tokens_per_s_per_chip = 0;
+  double model_flops_per_chip = 0;  // per step, MaxText's count
+  double tflops_per_s_per_chip = 0;
+  double mfu = 0;
+  std::vector<StepPart> parts;
+  std::vector<MemoryItem> memory;  // persistent items, then the peak working set
+  int64_t peak_hbm_bytes = 0;
+  int64_t hbm_capacity_bytes = 0;
+  bool fits_hbm = true;
+};
+
+// Checks the configuration (mesh product, divisibility); throws Error naming what is wrong.
+void check(const StepConfig& c);
+StepPrediction predict_step(const StepConfig& c);
+
+// MaxText's calculate_tflops_training_per_device (xla_lowering.md 4.2), in FLOPs per device.
+double maxtext_flops_per_device(const ModelConfig& m, int64_t batch_per_chip, int64_t seq);
+
+}  // namespace tpusim
