@@ -39,7 +39,7 @@ int64_t positive(const std::string& f, const YAML::Node& n, const std::string& p
 Scenario load_scenario(const std::string& f) {
   const YAML::Node root = yaml_load_file(f);
   only_keys(f, root, "", {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
-                          "remat", "gdn", "attention", "measured"});
+                          "remat", "gdn", "attention", "scoped_vmem_kib", "measured"});
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
@@ -96,6 +96,13 @@ Scenario load_scenario(const std::string& f) {
     if (g["tile_n"]) c.gdn.tile_n = positive(f, g["tile_n"], "gdn.tile_n");
   } else if (c.model.gdn_layers() > 0) {
     yaml_fail(f, root, "gdn", "the model has GDN layers: say which build runs them (gdn: {build: main|scan|heads|ladder})");
+  }
+  if (const YAML::Node v = root["scoped_vmem_kib"]) {  // --xla_tpu_scoped_vmem_limit_kib
+    const int64_t kib = positive(f, v, "scoped_vmem_kib");
+    if (kib < 4096 || kib * 1024 > c.chip.vmem_bytes - (1 << 20))
+      yaml_fail(f, v, "scoped_vmem_kib", fmt::format("{} KiB is outside [4096, VMEM - 1024] = [4096, {}] on {}", kib,
+                                                     c.chip.vmem_bytes / 1024 - 1024, s.chip_name));
+    c.chip.scoped_vmem_bytes = kib * 1024;
   }
   if (const YAML::Node a = root["attention"]) {
     only_keys(f, a, "attention", {"block"});

@@ -17,7 +17,7 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
   std::vector<int64_t> stream_tiles(k.values.size(), 1);
   std::vector<bool> from_dot(k.values.size(), false);
   std::vector<int64_t> mxu_free(nmxu, 0);
-  int64_t vpu_free = 0;
+  int64_t vpu_free = 0, eup_free = 0;
   int64_t issue = 0;
 
   struct OpTiming {
@@ -87,12 +87,14 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
         ti.is_dot = dot_in;
         continue;
       }
-      ti.start = std::max({issued, operands, vpu_free});
+      const bool eup = op.kind == OpKind::transcendental;
+      int64_t& unit_free = eup ? eup_free : vpu_free;
+      ti.start = std::max({issued, operands, unit_free});
       int64_t end = ti.start + c;
       for (ValueId v : op.inputs)  // the last tile's share of the work follows the last tile
         end = std::max(end, value_ready[v] + (c + stream_tiles[v] - 1) / stream_tiles[v]);
-      vpu_free = end;
-      s.ops.push_back({i, nmxu, end - c, end});  // the busy cycles, at the latest they can be
+      unit_free = end;
+      s.ops.push_back({i, nmxu + (eup ? 1 : 0), end - c, end});  // busy cycles, as late as they can be
       ti.ready = end + chip.vpu_latency_cycles;
       produced_first = ti.ready;
     }

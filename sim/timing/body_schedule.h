@@ -1,4 +1,5 @@
-// Schedules the ops of one grid step onto the MXUs and the VPU. Ops issue in program order, one
+// Schedules the ops of one grid step onto the MXUs, the VPU and the EUP (which evaluates the
+// transcendental functions beside the VPU's ALUs). Ops issue in program order, one
 // per cycle, from the scalar unit; each unit executes its queue in order; an op starts when its
 // operands are ready, its unit is free and it has issued. Grid steps are separated by a barrier
 // (the step ends when its last result is written), so a step's schedule depends only on which
@@ -16,7 +17,7 @@ namespace tpusim {
 
 struct ScheduledOp {
   int op = 0;
-  int lane = 0;  // 0 .. mxus-1: an MXU; mxus: the VPU
+  int lane = 0;  // 0 .. mxus-1: an MXU; mxus: the VPU; mxus + 1: the EUP (transcendentals)
   int64_t start = 0, end = 0;
 };
 

@@ -35,6 +35,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chi
   for (int m = 0; m < chip.mxus_per_core; ++m)
     lanes_.push_back(rec.add_unit(fmt::format("tc{}.mxu{}", id, m), UnitKind::mxu, id));
   lanes_.push_back(rec.add_unit(fmt::format("tc{}.vpu", id), UnitKind::vpu, id));
+  lanes_.push_back(rec.add_unit(fmt::format("tc{}.eup", id), UnitKind::vpu, id));
   for (int q = 0; q < chip.dma_queues; ++q) {
     dma_.push_back(std::make_unique<DmaQueue>(fmt::format("dma{}", q).c_str(), chip, rec, id, q));
     dma_.back()->socket.bind(hbm.socket);

@@ -50,7 +50,7 @@ class TensorCore : public sc_core::sc_module {
   const ChipSpec& chip_;
   Recorder& rec_;
   std::vector<std::unique_ptr<DmaQueue>> dma_;
-  std::vector<int> lanes_;  // recorder units: MXU 0..n-1, then the VPU
+  std::vector<int> lanes_;  // recorder units: MXU 0..n-1, then the VPU and the EUP
   CoreAccount account_;
 
   sc_core::sc_event start_event_;

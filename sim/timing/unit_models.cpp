@@ -60,14 +60,11 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
     case OpKind::reduce: {
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const int rank = static_cast<int>(in.size());
+      // Vregs first combine elementwise down to one per output tile; only the last step of a
+      // lane or sublane reduction crosses lanes (the XLU), once per output vreg.
       int64_t c = per_cycle(vreg_count(in), chip.vpu_simple_per_cycle);
-      for (int a : op.reduce_axes) {
-        // Lane reductions go through the cross-lane unit; sublane ones need a shuffle per vreg.
-        if (a == rank - 1)
-          c += per_cycle(vreg_count(in), chip.vpu_cross_lane_per_cycle);
-        else if (a == rank - 2)
-          c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
-      }
+      for (int a : op.reduce_axes)
+        if (a >= rank - 2) c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
       return c;
     }
   }
