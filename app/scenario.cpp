@@ -16,14 +16,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void only_keys(const std::string& f, const YAML::Node& n, const std::string& path, const std::set<std::string>& keys) {
+void only_keys(const std::string& f, const YAML::Node& n, const std::string& path,
+               const std::set<std::string>& keys) {
   if (!n.IsMap()) yaml_fail(f, n, path, "expected a mapping");
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) {
       std::string known;
       for (const auto& x : keys) known += (known.empty() ? "" : ", ") + x;
-      yaml_fail(f, kv.first, path.empty() ? k : path + "." + k, fmt::format("unknown key (known: {})", known));
+      yaml_fail(f, kv.first, path.empty() ? k : path + "." + k,
+                fmt::format("unknown key (known: {})", known));
     }
   }
 }
@@ -38,16 +40,19 @@ int64_t positive(const std::string& f, const YAML::Node& n, const std::string& p
 
 Scenario load_scenario(const std::string& f) {
   const YAML::Node root = yaml_load_file(f);
-  only_keys(f, root, "", {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
-                          "remat", "gdn", "attention", "scoped_vmem_kib", "measured"});
+  only_keys(f, root, "",
+            {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
+             "batch_per_chip", "remat", "gdn", "attention", "scoped_vmem_kib", "measured"});
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
   };
   Scenario s;
   s.file = f;
-  s.name = root["name"] ? yaml_as<std::string>(f, root["name"], "name", "a string") : fs::path(f).stem().string();
-  if (root["description"]) s.description = yaml_as<std::string>(f, root["description"], "description", "a string");
+  s.name = root["name"] ? yaml_as<std::string>(f, root["name"], "name", "a string")
+                        : fs::path(f).stem().string();
+  if (root["description"])
+    s.description = yaml_as<std::string>(f, root["description"], "description", "a string");
   s.chip_name = yaml_as<std::string>(f, need("chip"), "chip", "a string");
   try {
     s.step.chip = load_chip(s.chip_name);
@@ -76,32 +81,41 @@ Scenario load_scenario(const std::string& f) {
   if (const YAML::Node m = root["mesh"]) {
     only_keys(f, m, "mesh", {"fsdp", "tensor"});
     c.mesh.tensor = m["tensor"] ? positive(f, m["tensor"], "mesh.tensor") : 1;
-    c.mesh.fsdp = m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp") : c.chips_per_slice / c.mesh.tensor;
+    c.mesh.fsdp =
+        m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp") : c.chips_per_slice / c.mesh.tensor;
     if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
-      yaml_fail(f, m, "mesh", fmt::format("fsdp {} x tensor {} = {} is not the {} chips of the slice", c.mesh.fsdp,
-                                          c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
+      yaml_fail(
+          f, m, "mesh",
+          fmt::format("fsdp {} x tensor {} = {} is not the {} chips of the slice", c.mesh.fsdp,
+                      c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
   }
   if (const YAML::Node g = root["gdn"]) {
     only_keys(f, g, "gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"});
     if (g["build"]) {
       try {
-        c.gdn.build = kernels::gdn::parse_build(yaml_as<std::string>(f, g["build"], "gdn.build", "a string"));
+        c.gdn.build =
+            kernels::gdn::parse_build(yaml_as<std::string>(f, g["build"], "gdn.build", "a string"));
       } catch (const Error& e) {
         yaml_fail(f, g["build"], "gdn.build", e.what());
       }
     }
     if (g["chunk"]) c.gdn_chunk = positive(f, g["chunk"], "gdn.chunk");
-    if (g["head_tile_fwd"]) c.gdn.head_tile_fwd = positive(f, g["head_tile_fwd"], "gdn.head_tile_fwd");
-    if (g["head_tile_bwd"]) c.gdn.head_tile_bwd = positive(f, g["head_tile_bwd"], "gdn.head_tile_bwd");
+    if (g["head_tile_fwd"])
+      c.gdn.head_tile_fwd = positive(f, g["head_tile_fwd"], "gdn.head_tile_fwd");
+    if (g["head_tile_bwd"])
+      c.gdn.head_tile_bwd = positive(f, g["head_tile_bwd"], "gdn.head_tile_bwd");
     if (g["tile_n"]) c.gdn.tile_n = positive(f, g["tile_n"], "gdn.tile_n");
   } else if (c.model.gdn_layers() > 0) {
-    yaml_fail(f, root, "gdn", "the model has GDN layers: say which build runs them (gdn: {build: main|scan|heads|ladder})");
+    yaml_fail(f, root, "gdn",
+              "the model has GDN layers: say which build runs them (gdn: {build: "
+              "main|scan|heads|ladder})");
   }
   if (const YAML::Node v = root["scoped_vmem_kib"]) {  // --xla_tpu_scoped_vmem_limit_kib
     const int64_t kib = positive(f, v, "scoped_vmem_kib");
     if (kib < 4096 || kib * 1024 > c.chip.vmem_bytes - (1 << 20))
-      yaml_fail(f, v, "scoped_vmem_kib", fmt::format("{} KiB is outside [4096, VMEM - 1024] = [4096, {}] on {}", kib,
-                                                     c.chip.vmem_bytes / 1024 - 1024, s.chip_name));
+      yaml_fail(f, v, "scoped_vmem_kib",
+                fmt::format("{} KiB is outside [4096, VMEM - 1024] = [4096, {}] on {}", kib,
+                            c.chip.vmem_bytes / 1024 - 1024, s.chip_name));
     c.chip.scoped_vmem_bytes = kib * 1024;
   }
   if (const YAML::Node a = root["attention"]) {
@@ -130,7 +144,8 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
     if (fs::is_directory(p)) {
       for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+        if (e.is_regular_file() && e.path().extension() == ".yaml")
+          files.push_back(e.path().string());
     } else if (fs::exists(p)) {
       files.push_back(p);
     } else {

@@ -13,8 +13,8 @@
 namespace tpusim {
 
 // Metrics a scenario can carry measurements of (and that `run` predicts).
-inline const std::vector<std::string> kMetrics = {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu",
-                                                  "peak_hbm_bytes"};
+inline const std::vector<std::string> kMetrics = {"step_time_s", "tokens_per_s_per_chip",
+                                                  "tflops_per_chip", "mfu", "peak_hbm_bytes"};
 
 struct Scenario {
   std::string file, name, description;

@@ -11,35 +11,49 @@ namespace tpusim {
 
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
-  std::string out = fmt::format("scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}), seq {}, batch/chip {}, remat {}",
-                                s.name, c.model.name, c.chips_per_slice * c.mesh.data, s.chip_name, c.mesh.data,
-                                c.mesh.fsdp, c.mesh.tensor, c.seq, c.batch_per_chip, name(c.remat));
-  if (c.model.gdn_layers() > 0) out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
+  std::string out = fmt::format(
+      "scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}), seq {}, batch/chip {}, remat "
+      "{}",
+      s.name, c.model.name, c.chips_per_slice * c.mesh.data, s.chip_name, c.mesh.data, c.mesh.fsdp,
+      c.mesh.tensor, c.seq, c.batch_per_chip, name(c.remat));
+  if (c.model.gdn_layers() > 0)
+    out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
   out += "\n";
-  out += fmt::format("step time {:.4f} s   tokens/s/chip {:.1f}   TFLOP/s/chip {:.1f}   MFU {:.1f}%\n", p.step_time_s,
-                     p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu);
-  out += fmt::format("peak HBM {} of {} ({})\n", format_bytes(p.peak_hbm_bytes), format_bytes(p.hbm_capacity_bytes),
-                     p.fits_hbm ? "fits" : fmt::format("does NOT fit: over by {}", format_bytes(p.peak_hbm_bytes - p.hbm_capacity_bytes)));
+  out +=
+      fmt::format("step time {:.4f} s   tokens/s/chip {:.1f}   TFLOP/s/chip {:.1f}   MFU {:.1f}%\n",
+                  p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu);
+  out +=
+      fmt::format("peak HBM {} of {} ({})\n", format_bytes(p.peak_hbm_bytes),
+                  format_bytes(p.hbm_capacity_bytes),
+                  p.fits_hbm ? "fits"
+                             : fmt::format("does NOT fit: over by {}",
+                                           format_bytes(p.peak_hbm_bytes - p.hbm_capacity_bytes)));
   out += "by part:\n";
   for (const StepPart& part : p.parts)
-    out += fmt::format("  {:<42} x{:<3} compute {:9.3f} ms  exposed collectives {:8.3f} ms  -> {:6.1f}% of the step\n",
-                       part.name, part.count, part.compute_s * 1e3, part.exposed_s * 1e3,
-                       100 * part.count * (part.compute_s + part.exposed_s) / p.step_time_s);
+    out += fmt::format(
+        "  {:<42} x{:<3} compute {:9.3f} ms  exposed collectives {:8.3f} ms  -> {:6.1f}% of the "
+        "step\n",
+        part.name, part.count, part.compute_s * 1e3, part.exposed_s * 1e3,
+        100 * part.count * (part.compute_s + part.exposed_s) / p.step_time_s);
   std::array<double, kNumCauses> causes{};
   for (const StepPart& part : p.parts)
     for (int i = 0; i < kNumCauses; ++i) causes[i] += part.count * part.time_s[i];
   out += "TensorCore time by cause:";
   for (int i = 0; i < kNumCauses; ++i)
-    if (causes[i] > 0) out += fmt::format("  {} {:.1f}%", name(static_cast<Cause>(i)), 100 * causes[i] / p.step_time_s);
+    if (causes[i] > 0)
+      out +=
+          fmt::format("  {} {:.1f}%", name(static_cast<Cause>(i)), 100 * causes[i] / p.step_time_s);
   double exposed = 0;
   for (const StepPart& part : p.parts) exposed += part.count * part.exposed_s;
   out += fmt::format("  exposed collectives {:.1f}%\n", 100 * exposed / p.step_time_s);
   out += "memory:";
-  for (const MemoryItem& m : p.memory) out += fmt::format("  {} {};", m.what, format_bytes(m.bytes));
+  for (const MemoryItem& m : p.memory)
+    out += fmt::format("  {} {};", m.what, format_bytes(m.bytes));
   out += "\n";
   for (const auto& [metric_name, value] : s.measured)
-    out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", metric_name, value, s.measured_source,
-                       metric(p, metric_name), 100 * (metric(p, metric_name) - value) / value);
+    out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", metric_name,
+                       value, s.measured_source, metric(p, metric_name),
+                       100 * (metric(p, metric_name) - value) / value);
   return out;
 }
 
@@ -49,10 +63,17 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   j["scenario"] = s.name;
   j["file"] = s.file;
   const StepConfig& c = s.step;
-  j["config"] = {{"chip", s.chip_name},      {"model", c.model.name},       {"chips_per_slice", c.chips_per_slice},
-                 {"slices", c.mesh.data},    {"fsdp", c.mesh.fsdp},         {"tensor", c.mesh.tensor},
-                 {"seq", c.seq},             {"batch_per_chip", c.batch_per_chip}, {"remat", name(c.remat)},
-                 {"gdn_build", kernels::gdn::name(c.gdn.build)}, {"gdn_chunk", c.gdn_chunk},
+  j["config"] = {{"chip", s.chip_name},
+                 {"model", c.model.name},
+                 {"chips_per_slice", c.chips_per_slice},
+                 {"slices", c.mesh.data},
+                 {"fsdp", c.mesh.fsdp},
+                 {"tensor", c.mesh.tensor},
+                 {"seq", c.seq},
+                 {"batch_per_chip", c.batch_per_chip},
+                 {"remat", name(c.remat)},
+                 {"gdn_build", kernels::gdn::name(c.gdn.build)},
+                 {"gdn_chunk", c.gdn_chunk},
                  {"attention_block", c.attention_block}};
   j["step_time_s"] = p.step_time_s;
   j["tokens_per_s_per_chip"] = p.tokens_per_s_per_chip;
@@ -65,9 +86,13 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   json parts = json::array();
   for (const StepPart& part : p.parts) {
     json causes = json::object();
-    for (int i = 0; i < kNumCauses; ++i) causes[std::string(name(static_cast<Cause>(i)))] = part.time_s[i];
-    parts.push_back({{"name", part.name}, {"count", part.count}, {"compute_s", part.compute_s},
-                     {"collective_s", part.collective_s}, {"exposed_collective_s", part.exposed_s},
+    for (int i = 0; i < kNumCauses; ++i)
+      causes[std::string(name(static_cast<Cause>(i)))] = part.time_s[i];
+    parts.push_back({{"name", part.name},
+                     {"count", part.count},
+                     {"compute_s", part.compute_s},
+                     {"collective_s", part.collective_s},
+                     {"exposed_collective_s", part.exposed_s},
                      {"time_by_cause_s", causes}});
   }
   j["parts"] = parts;
@@ -86,34 +111,43 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
 std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p) {
   std::vector<ValidationRow> rows;
   for (const std::string& m : kMetrics)
-    if (s.measured.count(m)) rows.push_back({s.name, m, s.measured_source, metric(p, m), s.measured.at(m)});
+    if (s.measured.count(m))
+      rows.push_back({s.name, m, s.measured_source, metric(p, m), s.measured.at(m)});
   return rows;
 }
 
 std::string validation_markdown(const std::vector<ValidationRow>& rows,
                                 const std::vector<std::pair<Scenario, StepPrediction>>& blind) {
-  std::string out = "# Validation\n\n<!-- Generated by `build/tpusim validate`; do not edit by hand. -->\n\n";
-  out += "Predicted against measured for every scenario with measured values (scenarios/calibration/).\n\n";
-  out += "| scenario | metric | predicted | measured | error | source |\n|---|---|---|---|---|---|\n";
+  std::string out =
+      "# Validation\n\n<!-- Generated by `build/tpusim validate`; do not edit by hand. -->\n\n";
+  out +=
+      "Predicted against measured for every scenario with measured values "
+      "(scenarios/calibration/).\n\n";
+  out +=
+      "| scenario | metric | predicted | measured | error | source |\n|---|---|---|---|---|---|\n";
   std::vector<double> errors;
   for (const ValidationRow& r : rows) {
-    out += fmt::format("| {} | {} | {:.6g} | {:.6g} | {:+.1f}% | {} |\n", r.scenario, r.metric, r.predicted, r.measured,
-                       r.error_pct(), r.source);
+    out += fmt::format("| {} | {} | {:.6g} | {:.6g} | {:+.1f}% | {} |\n", r.scenario, r.metric,
+                       r.predicted, r.measured, r.error_pct(), r.source);
     errors.push_back(std::abs(r.error_pct()));
   }
   if (!errors.empty()) {
     std::sort(errors.begin(), errors.end());
-    const double median = errors.size() % 2 ? errors[errors.size() / 2]
-                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-    out += fmt::format("\nMedian absolute error {:.1f}%, maximum {:.1f}% over {} rows.\n", median, errors.back(), errors.size());
+    const double median = errors.size() % 2
+                              ? errors[errors.size() / 2]
+                              : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+    out += fmt::format("\nMedian absolute error {:.1f}%, maximum {:.1f}% over {} rows.\n", median,
+                       errors.back(), errors.size());
   }
   if (!blind.empty()) {
     out += "\n## Blind configurations (predictions only; measured results are withheld)\n\n";
-    out += "| scenario | step time | tokens/s/chip | TFLOP/s/chip | MFU | peak HBM | fits |\n|---|---|---|---|---|---|---|\n";
+    out +=
+        "| scenario | step time | tokens/s/chip | TFLOP/s/chip | MFU | peak HBM | fits "
+        "|\n|---|---|---|---|---|---|---|\n";
     for (const auto& [s, p] : blind)
-      out += fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} |\n", s.name, p.step_time_s,
-                         p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu, format_bytes(p.peak_hbm_bytes),
-                         p.fits_hbm ? "yes" : "no");
+      out += fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} |\n", s.name,
+                         p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip,
+                         100 * p.mfu, format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "yes" : "no");
   }
   return out;
 }

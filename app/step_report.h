@@ -2,7 +2,6 @@
 // rows of a scenario (tpusim validate).
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build if needed, then run the calibration batch and print predicted against
-# measured (and the blind predictions).
+# The main job: build if needed, then run the calibration batches and the blind batch and print
+# predicted against measured: the v5e matmul table (engine constants, blind B4) and every
+# training-step scenario (writes docs/validation.md; blind predictions at its end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
-exec build/tpusim calibrate
+build/tpusim calibrate
+echo
+build/tpusim validate scenarios/calibration scenarios/blind

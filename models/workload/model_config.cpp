@@ -21,7 +21,8 @@ int64_t ModelConfig::attention_layers() const {
 int64_t ModelConfig::mlp_params() const { return (swiglu ? 3 : 2) * d_model * mlp_dim; }
 
 int64_t ModelConfig::attention_layer_params() const {
-  return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model + mlp_params() + 2 * d_model;
+  return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model +
+         mlp_params() + 2 * d_model;
 }
 
 int64_t ModelConfig::gdn_layer_params() const {
@@ -36,7 +37,8 @@ int64_t ModelConfig::gdn_layer_params() const {
 int64_t ModelConfig::embedding_params() const { return 2 * vocab * d_model; }
 
 int64_t ModelConfig::params() const {
-  return attention_layers() * attention_layer_params() + gdn_layers() * gdn_layer_params() + embedding_params() + d_model;
+  return attention_layers() * attention_layer_params() + gdn_layers() * gdn_layer_params() +
+         embedding_params() + d_model;
 }
 
 std::vector<std::string> known_models() {
@@ -64,12 +66,25 @@ ModelConfig load_model(const std::string& name_or_path) {
   if (!root.IsMap()) yaml_fail(f, root, "", "expected a mapping of model dimensions");
   ModelConfig m;
   m.file = f;
-  static const std::set<std::string> keys = {"name", "source", "d_model", "layers", "q_heads", "kv_heads", "head_dim",
-                                             "mlp_dim", "mlp", "vocab", "full_attention_interval", "gdn", "moe"};
+  static const std::set<std::string> keys = {"name",
+                                             "source",
+                                             "d_model",
+                                             "layers",
+                                             "q_heads",
+                                             "kv_heads",
+                                             "head_dim",
+                                             "mlp_dim",
+                                             "mlp",
+                                             "vocab",
+                                             "full_attention_interval",
+                                             "gdn",
+                                             "moe"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!keys.count(key))
-      yaml_fail(f, kv.first, key, "unknown model key (known: name, source, d_model, layers, q_heads, kv_heads, head_dim, mlp_dim, mlp, vocab, full_attention_interval, gdn, moe)");
+      yaml_fail(f, kv.first, key,
+                "unknown model key (known: name, source, d_model, layers, q_heads, kv_heads, "
+                "head_dim, mlp_dim, mlp, vocab, full_attention_interval, gdn, moe)");
   }
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
@@ -90,24 +105,36 @@ ModelConfig load_model(const std::string& name_or_path) {
   m.mlp_dim = positive("mlp_dim");
   m.vocab = positive("vocab");
   const std::string mlp = yaml_as<std::string>(f, need("mlp"), "mlp", "a string");
-  if (mlp != "swiglu" && mlp != "gelu") yaml_fail(f, root["mlp"], "mlp", fmt::format("expected swiglu or gelu, got '{}'", mlp));
+  if (mlp != "swiglu" && mlp != "gelu")
+    yaml_fail(f, root["mlp"], "mlp", fmt::format("expected swiglu or gelu, got '{}'", mlp));
   m.swiglu = mlp == "swiglu";
   if (m.q_heads % m.kv_heads != 0)
-    yaml_fail(f, root["kv_heads"], "kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads, m.kv_heads));
+    yaml_fail(
+        f, root["kv_heads"], "kv_heads",
+        fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads, m.kv_heads));
   if (root["moe"])
-    yaml_fail(f, root["moe"], "moe", "mixture-of-experts layers are not modelled yet (no MoE layer kind); this model is out of reach");
+    yaml_fail(f, root["moe"], "moe",
+              "mixture-of-experts layers are not modelled yet (no MoE layer kind); this model is "
+              "out of reach");
   if (root["full_attention_interval"]) {
-    m.full_attention_interval = yaml_as<int64_t>(f, root["full_attention_interval"], "full_attention_interval", "an integer");
-    if (!root["gdn"]) yaml_fail(f, root, "gdn", "a hybrid model (full_attention_interval) needs gdn dimensions");
+    m.full_attention_interval = yaml_as<int64_t>(f, root["full_attention_interval"],
+                                                 "full_attention_interval", "an integer");
+    if (!root["gdn"])
+      yaml_fail(f, root, "gdn", "a hybrid model (full_attention_interval) needs gdn dimensions");
   }
   if (root["gdn"]) {
     const YAML::Node g = root["gdn"];
     if (!g.IsMap()) yaml_fail(f, g, "gdn", "expected a mapping");
     for (const auto& kv : g) {
       const std::string key = kv.first.as<std::string>();
-      int64_t* dst = key == "key_heads" ? &m.gdn.key_heads : key == "value_heads" ? &m.gdn.value_heads
-                   : key == "head_dim" ? &m.gdn.head_dim : key == "conv_kernel" ? &m.gdn.conv_kernel : nullptr;
-      if (!dst) yaml_fail(f, kv.first, "gdn." + key, "unknown GDN key (known: key_heads, value_heads, head_dim, conv_kernel)");
+      int64_t* dst = key == "key_heads"     ? &m.gdn.key_heads
+                     : key == "value_heads" ? &m.gdn.value_heads
+                     : key == "head_dim"    ? &m.gdn.head_dim
+                     : key == "conv_kernel" ? &m.gdn.conv_kernel
+                                            : nullptr;
+      if (!dst)
+        yaml_fail(f, kv.first, "gdn." + key,
+                  "unknown GDN key (known: key_heads, value_heads, head_dim, conv_kernel)");
       *dst = yaml_as<int64_t>(f, kv.second, "gdn." + key, "an integer");
     }
   }

@@ -24,7 +24,7 @@ struct ModelConfig {
   int64_t attention_layer_params() const;  // attention + MLP + norms
   int64_t gdn_layer_params() const;        // GDN projections, conv, norms + MLP
   int64_t mlp_params() const;
-  int64_t embedding_params() const;        // input embedding and output projection (untied)
+  int64_t embedding_params() const;  // input embedding and output projection (untied)
   int64_t params() const;
 };
 

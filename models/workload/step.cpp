@@ -28,8 +28,13 @@ Local local(const StepConfig& c) {
   // MaxText's global batch is per_device_batch x devices, sharded over the data and fsdp axes:
   // each tensor-parallel group works on tp x per-device batch sequences with 1/tp of the heads.
   const int64_t batch = c.batch_per_chip * tp;
-  return {batch * c.seq, batch, m.q_heads / tp, std::max<int64_t>(1, m.kv_heads / tp), m.mlp_dim / tp,
-          m.gdn.value_heads / tp, std::max<int64_t>(1, m.gdn.key_heads / tp)};
+  return {batch * c.seq,
+          batch,
+          m.q_heads / tp,
+          std::max<int64_t>(1, m.kv_heads / tp),
+          m.mlp_dim / tp,
+          m.gdn.value_heads / tp,
+          std::max<int64_t>(1, m.gdn.key_heads / tp)};
 }
 
 // Builds one layer's program in phases, recording which ops the remat policy recomputes.
@@ -49,7 +54,9 @@ class LayerProgram {
   void fusion(const std::string& stage, Fusion f, int64_t rows, int64_t cols) {
     p.add_kernel(kernels::xla_fusion(f, rows, cols), {}, stage);
   }
-  void kernel(const std::string& stage, std::shared_ptr<const Kernel> k) { p.add_kernel(std::move(k), {}, stage); }
+  void kernel(const std::string& stage, std::shared_ptr<const Kernel> k) {
+    p.add_kernel(std::move(k), {}, stage);
+  }
 
  private:
   const StepConfig& c_;
@@ -61,15 +68,20 @@ struct Saved {
 };
 Saved saved_by(Remat r) {
   switch (r) {
-    case Remat::full: return {};
-    case Remat::minimal: return {true, true, true, true};
-    case Remat::save_dot_except_mlp: return {true, true, false, false};
-    case Remat::save_qkv_proj: return {true, false, false, false};
+    case Remat::full:
+      return {};
+    case Remat::minimal:
+      return {true, true, true, true};
+    case Remat::save_dot_except_mlp:
+      return {true, true, false, false};
+    case Remat::save_qkv_proj:
+      return {true, false, false, false};
   }
   return {};
 }
 
-void mlp_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, bool dots_in, bool dots_out) {
+void mlp_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase,
+                 bool dots_in, bool dots_out) {
   const int64_t M = l.tokens, E = c.model.d_model;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
   if (dots_in) lp.dot(phase + ": mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);
@@ -87,10 +99,18 @@ void mlp_backward(LayerProgram& lp, const StepConfig& c, const Local& l) {
 }
 
 kernels::AttentionShape attention_shape(const StepConfig& c, const Local& l) {
-  return {l.batch, c.seq, l.q_heads, l.kv_heads, c.model.head_dim, std::min(c.attention_block, c.seq), true, DType::bf16};
+  return {l.batch,
+          c.seq,
+          l.q_heads,
+          l.kv_heads,
+          c.model.head_dim,
+          std::min(c.attention_block, c.seq),
+          true,
+          DType::bf16};
 }
 
-void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, const Saved& keep) {
+void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l,
+                       const std::string& phase, const Saved& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
   if (!keep.qkv) lp.dot(phase + ": attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
@@ -120,10 +140,12 @@ Program attention_layer(const StepConfig& c, const Local& l) {
 }
 
 kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const Local& l) {
-  return {l.batch, c.seq, l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim, c.gdn_chunk, DType::bf16};
+  return {l.batch,     c.seq,      l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim,
+          c.gdn_chunk, DType::bf16};
 }
 
-void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase, const Saved& keep) {
+void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase,
+                 const Saved& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
@@ -133,7 +155,8 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const st
   lp.dot(phase + ": gdn proj", M, E, 2 * l.gdn_value_heads);
   lp.fusion(phase + ": gdn conv + gates", Fusion::causal_conv, M, 2 * K + V);
   lp.fusion(phase + ": gdn conv + gates", Fusion::gdn_gates, M, 2 * l.gdn_value_heads);
-  lp.fusion(phase + ": gdn conv + gates", Fusion::residual_add, M, 2 * V);  // q, k repeated to the value heads
+  lp.fusion(phase + ": gdn conv + gates", Fusion::residual_add, M,
+            2 * V);  // q, k repeated to the value heads
   lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
   lp.dot(phase + ": gdn out", M, V, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
@@ -190,8 +213,8 @@ MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, 
   return a;
 }
 
-StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count, const Program& p,
-                       double* forward_share = nullptr) {
+StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count,
+                       const Program& p, double* forward_share = nullptr) {
   ChipSpec chip = c.chip;
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
@@ -216,12 +239,14 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
 // and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
 // of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
 // backward).
-void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params, double fwd_share) {
+void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params,
+                           double fwd_share) {
   const Local l = local(c);
   double exposed = 0, total = 0;
   if (c.mesh.fsdp > 1) {
     const MeshAxis fsdp = slice_axis(c, "fsdp", c.mesh.fsdp, false);
-    const int64_t bytes_bf16 = layer_params / c.mesh.tensor * 2, bytes_f32 = layer_params / c.mesh.tensor * 4;
+    const int64_t bytes_bf16 = layer_params / c.mesh.tensor * 2,
+                  bytes_f32 = layer_params / c.mesh.tensor * 4;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
     const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_f32, fsdp});
     const double fwd = part.compute_s * fwd_share, bwd = part.compute_s - fwd;
@@ -230,7 +255,8 @@ void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_pa
   }
   if (c.mesh.tensor > 1) {
     const MeshAxis tp = slice_axis(c, "tensor", c.mesh.tensor, true);
-    const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, l.tokens * c.model.d_model * 2, tp});
+    const double ar = collective_seconds(
+        c.chip, {CollectiveKind::all_reduce, l.tokens * c.model.d_model * 2, tp});
     exposed += 6 * ar;
     total += 6 * ar;
   }
@@ -246,36 +272,48 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   items.push_back({"parameters (f32, sharded)", 4 * P / shards});
   items.push_back({"gradients (f32, sharded)", 4 * P / shards});
   items.push_back({"AdamW moments (2 x f32, sharded)", 8 * P / shards});
-  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, E), m.layers * M * E * 2});
+  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, E),
+                   m.layers * M * E * 2});
   const Saved keep = saved_by(c.remat);
   const int64_t Dh = m.head_dim;
-  const int64_t per_attention = M * 2 * ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? E : 0) +
-                                         (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
-  const int64_t per_gdn = M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+  const int64_t per_attention =
+      M * 2 *
+      ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? E : 0) +
+       (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+  const int64_t per_gdn =
+      M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
   if (per_attention + per_gdn > 0)
     items.push_back({"activations saved by the remat policy",
                      m.attention_layers() * per_attention + m.gdn_layers() * per_gdn});
   // The backward working set of one layer: its recomputed activations and kernel residuals.
-  const int64_t dense_ws = M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp);
+  const int64_t dense_ws =
+      M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp);
   int64_t gdn_ws = 0;
   if (m.gdn_layers() > 0) {
     const kernels::gdn::GdnShape g = gdn_shape(c, l);
     const int64_t B = g.batch, N = g.chunks(), H = g.heads, C = g.chunk, D = g.dk;
-    const int64_t chunk_arrays = B * N * H * C * D * 2 * 5 + B * N * H * C * C * 4 * 2;  // w u q k v, S and A
-    const int64_t residuals = c.gdn.build == kernels::gdn::Build::main
-                                  ? N * B * H * 4 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
-                                  : B * N * H * D * D * 4;                                   // h_saved
+    const int64_t chunk_arrays =
+        B * N * H * C * D * 2 * 5 + B * N * H * C * C * 4 * 2;  // w u q k v, S and A
+    const int64_t residuals =
+        c.gdn.build == kernels::gdn::Build::main
+            ? N * B * H * 4 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
+            : B * N * H * D * D * 4;                                   // h_saved
     gdn_ws = dense_ws + chunk_arrays + residuals;
   }
-  const int64_t gathered = 2 * std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) / c.mesh.tensor * 2;
+  const int64_t gathered =
+      2 * std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
+      c.mesh.tensor * 2;
   const int64_t logits = M * (m.vocab / c.mesh.tensor) * 4 * 2;
   const int64_t layer_ws = std::max(dense_ws, gdn_ws) + gathered;
   if (layer_ws >= logits) {
-    items.push_back({m.gdn_layers() > 0 && gdn_ws >= dense_ws
-                         ? fmt::format("peak: a GDN layer's backward (activations, chunk arrays, {}) + gathered weights",
-                                       c.gdn.build == kernels::gdn::Build::main ? "lax.scan residuals" : "h_saved")
-                         : "peak: a layer's backward (activations) + gathered weights",
-                     layer_ws});
+    items.push_back(
+        {m.gdn_layers() > 0 && gdn_ws >= dense_ws
+             ? fmt::format(
+                   "peak: a GDN layer's backward (activations, chunk arrays, {}) + gathered "
+                   "weights",
+                   c.gdn.build == kernels::gdn::Build::main ? "lax.scan residuals" : "h_saved")
+             : "peak: a layer's backward (activations) + gathered weights",
+         layer_ws});
   } else {
     items.push_back({"peak: logits and their gradient (f32)", logits});
   }
@@ -287,15 +325,20 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
 Remat parse_remat(const std::string& n) {
   for (Remat r : {Remat::full, Remat::minimal, Remat::save_dot_except_mlp, Remat::save_qkv_proj})
     if (name(r) == n) return r;
-  throw Error(fmt::format("unknown remat policy '{}' (known: full, minimal, save_dot_except_mlp, save_qkv_proj)", n));
+  throw Error(fmt::format(
+      "unknown remat policy '{}' (known: full, minimal, save_dot_except_mlp, save_qkv_proj)", n));
 }
 
 std::string name(Remat r) {
   switch (r) {
-    case Remat::full: return "full";
-    case Remat::minimal: return "minimal";
-    case Remat::save_dot_except_mlp: return "save_dot_except_mlp";
-    case Remat::save_qkv_proj: return "save_qkv_proj";
+    case Remat::full:
+      return "full";
+    case Remat::minimal:
+      return "minimal";
+    case Remat::save_dot_except_mlp:
+      return "save_dot_except_mlp";
+    case Remat::save_qkv_proj:
+      return "save_qkv_proj";
   }
   return "?";
 }
@@ -303,27 +346,34 @@ std::string name(Remat r) {
 void check(const StepConfig& c) {
   const ModelConfig& m = c.model;
   if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
-    throw Error(fmt::format("mesh fsdp {} x tensor {} = {} does not match the {} chips of a slice", c.mesh.fsdp,
-                            c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
+    throw Error(fmt::format("mesh fsdp {} x tensor {} = {} does not match the {} chips of a slice",
+                            c.mesh.fsdp, c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor,
+                            c.chips_per_slice));
   if (c.mesh.tensor > 1 && (m.q_heads % c.mesh.tensor != 0 || m.mlp_dim % c.mesh.tensor != 0))
-    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}", c.mesh.tensor, m.q_heads, m.mlp_dim));
-  if (c.seq < 1 || c.batch_per_chip < 1) throw Error(fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
+    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}",
+                            c.mesh.tensor, m.q_heads, m.mlp_dim));
+  if (c.seq < 1 || c.batch_per_chip < 1)
+    throw Error(
+        fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
   if (m.gdn_layers() > 0 && c.seq % c.gdn_chunk != 0)
     throw Error(fmt::format("seq {} is not a multiple of the GDN chunk {}", c.seq, c.gdn_chunk));
 }
 
 double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s) {
-  const double B = static_cast<double>(b), S = static_cast<double>(s), E = static_cast<double>(m.d_model);
+  const double B = static_cast<double>(b), S = static_cast<double>(s),
+               E = static_cast<double>(m.d_model);
   const double ffn = 2 * B * S * m.mlp_dim * E * (m.swiglu ? 2 : 1) + 2 * B * S * m.mlp_dim * E;
   const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
   const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
   const double causal = 4 * B * S * S * m.q_heads * m.head_dim / 2;
   const double embedding = 2 * B * S * E * m.vocab;
-  const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim), V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);
-  const double gdn_weights = 2 * B * S * E * (2 * K + 2 * V + 2 * m.gdn.value_heads) + 2 * B * S * E * V +
-                             2 * B * S * m.gdn.conv_kernel * (2 * K + V);
+  const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim),
+               V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);
+  const double gdn_weights = 2 * B * S * E * (2 * K + 2 * V + 2 * m.gdn.value_heads) +
+                             2 * B * S * E * V + 2 * B * S * m.gdn.conv_kernel * (2 * K + V);
   const double gdn_core = 8.0 * m.gdn.value_heads * m.gdn.head_dim * m.gdn.head_dim * B * S;
-  const double La = static_cast<double>(m.attention_layers()), Lg = static_cast<double>(m.gdn_layers());
+  const double La = static_cast<double>(m.attention_layers()),
+               Lg = static_cast<double>(m.gdn_layers());
   const double weights = ffn * m.layers + (qkv + proj) * La + gdn_weights * Lg + embedding;
   return 3 * weights + 3 * (causal * La + gdn_core * Lg);
 }
@@ -339,7 +389,9 @@ StepPrediction predict_step(const StepConfig& c) {
     add_layer_collectives(c, part, params, fwd_share);
     out.parts.push_back(part);
   };
-  if (m.attention_layers() > 0) layer("attention layer", m.attention_layers(), attention_layer(c, l), m.attention_layer_params());
+  if (m.attention_layers() > 0)
+    layer("attention layer", m.attention_layers(), attention_layer(c, l),
+          m.attention_layer_params());
   if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params());
   StepPart emb = simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l));
   add_layer_collectives(c, emb, m.embedding_params(), 0.3);
@@ -350,7 +402,8 @@ StepPrediction predict_step(const StepConfig& c) {
     StepPart dcn;
     dcn.name = "data-parallel gradient all-reduce (DCN)";
     const MeshAxis axis{"data", c.mesh.data, false, 1, true};
-    dcn.collective_s = collective_seconds(c.chip, {CollectiveKind::all_reduce, 4 * m.params() / (c.mesh.fsdp * c.mesh.tensor), axis});
+    dcn.collective_s = collective_seconds(
+        c.chip, {CollectiveKind::all_reduce, 4 * m.params() / (c.mesh.fsdp * c.mesh.tensor), axis});
     double backward = 0;
     for (const StepPart& p : out.parts) backward += 0.7 * p.compute_s * p.count;
     dcn.exposed_s = std::max(0.0, dcn.collective_s - backward);

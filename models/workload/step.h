@@ -46,11 +46,11 @@ struct StepConfig {
 struct StepPart {
   std::string name;  // "attention layer", "gdn layer", "embedding + logits", "optimizer", ...
   int64_t count = 1;
-  double compute_s = 0;        // per instance
-  double collective_s = 0;     // per instance, overlappable
-  double exposed_s = 0;        // per instance: collectives not hidden + critical-path collectives
+  double compute_s = 0;     // per instance
+  double collective_s = 0;  // per instance, overlappable
+  double exposed_s = 0;     // per instance: collectives not hidden + critical-path collectives
   std::array<double, kNumCauses> time_s{};  // per instance, by cause (compute only)
-  double flops = 0;            // per instance, executed (algorithmic)
+  double flops = 0;                         // per instance, executed (algorithmic)
 };
 
 struct MemoryItem {

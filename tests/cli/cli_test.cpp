@@ -185,4 +185,41 @@ TEST_F(Cli, GdnBadInput) {
   EXPECT_EQ(files(), 0u);
 }
 
+TEST_F(Cli, RunPrintsTheStepAndWritesJson) {
+  const CmdResult r = run(fmt::format("run {}/scenarios/calibration/c1/c1_ladder.yaml --json {}",
+                                      TPUSIM_SOURCE_DIR, path("s.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"step time", "tokens/s/chip", "TFLOP/s/chip", "MFU", "peak HBM",
+                        "gdn layer", "measured step_time_s"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  const auto j = nlohmann::json::parse(slurp(path("s.json")));
+  for (const char* key : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu",
+                          "peak_hbm_bytes", "hbm_capacity_bytes", "fits_hbm", "parts", "memory"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_NEAR(j["step_time_s"].get<double>() * j["tokens_per_s_per_chip"].get<double>(), 4096,
+              1e-6);
+}
+
+TEST_F(Cli, ValidateWritesRowsAndTheReport) {
+  const CmdResult r =
+      run(fmt::format("validate {}/scenarios/calibration/c3 --json {} --markdown {}",
+                      TPUSIM_SOURCE_DIR, path("v.json"), path("v.md")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(path("v.json")));
+  ASSERT_GE(j["rows"].size(), 12u);
+  for (const auto& row : j["rows"])
+    for (const char* key : {"scenario", "metric", "predicted", "measured", "error_pct"})
+      EXPECT_TRUE(row.contains(key)) << key;
+  EXPECT_NE(slurp(path("v.md")).find("Median absolute error"), std::string::npos);
+}
+
+TEST_F(Cli, BadScenarioFails) {
+  std::ofstream(path("bad.yaml")) << "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: "
+                                     "2048\nbatch_per_chip: 6\nmesh: {fsdp: 3}\n";
+  expect_clean_failure(
+      run(fmt::format("run {} --json {}", path("bad.yaml"), path("out.json"))),
+      "bad.yaml:6:7: key 'mesh': fsdp 3 x tensor 1 = 3 is not the 256 chips of the slice");
+  EXPECT_FALSE(fs::exists(path("out.json")));
+}
+
 }  // namespace

@@ -1,0 +1,97 @@
+// Scenario files: the shipped ones load; bad ones give one error naming file:line:column and the
+// key path.
+#include "app/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/chip_loader.h"
+#include "sim/error.h"
+
+namespace tpusim {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string repo(const std::string& rel) {
+  return (fs::path(models_dir()).parent_path() / rel).string();
+}
+
+std::string error_of(const std::string& yaml) {
+  const fs::path f = fs::temp_directory_path() / "tpusim_bad_scenario.yaml";
+  std::ofstream(f) << yaml;
+  try {
+    load_scenario(f.string());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kGood = "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\n";
+
+TEST(Scenario, ShippedScenariosLoad) {
+  int calibration = 0, blind = 0;
+  for (const std::string& f :
+       scenario_files({repo("scenarios/calibration"), repo("scenarios/blind")})) {
+    if (f.find("pallas_matmul") != std::string::npos) continue;
+    const Scenario s = load_scenario(f);
+    (s.measured.empty() ? blind : calibration) += 1;
+    if (f.find("/blind/") != std::string::npos) EXPECT_TRUE(s.measured.empty()) << f;
+  }
+  EXPECT_EQ(calibration, 9);  // C1's four builds and five C3 rows
+  EXPECT_GE(blind, 40);
+  EXPECT_EQ(load_scenario(repo("scenarios/calibration/c1/c1_ladder.yaml")).step.gdn.build,
+            kernels::gdn::Build::ladder);
+}
+
+TEST(Scenario, GoodMinimalFile) { EXPECT_EQ(error_of(kGood), ""); }
+
+TEST(Scenario, UnknownKey) {
+  const std::string e = error_of(std::string(kGood) + "remat_policy: full\n");
+  EXPECT_NE(e.find("tpusim_bad_scenario.yaml:6:1: key 'remat_policy': unknown key"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Scenario, UnknownNestedKeyHasItsPath) {
+  const std::string e = error_of(std::string(kGood) + "gdn: {build: main, chnk: 64}\n");
+  EXPECT_NE(e.find(":6:20: key 'gdn.chnk': unknown key"), std::string::npos) << e;
+}
+
+TEST(Scenario, WrongType) {
+  const std::string e =
+      error_of("chip: v5e\nchips: many\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\n");
+  EXPECT_NE(e.find(":2:8: key 'chips': expected an integer, got 'many'"), std::string::npos) << e;
+}
+
+TEST(Scenario, MissingChip) {
+  const std::string e = error_of("chips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\n");
+  EXPECT_NE(e.find(":1:1: key 'chip': missing"), std::string::npos) << e;
+  const std::string u =
+      error_of("chip: v7\nchips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\n");
+  EXPECT_NE(u.find(":1:7: key 'chip': unknown chip 'v7'"), std::string::npos) << u;
+}
+
+TEST(Scenario, ImpossibleMesh) {
+  const std::string e = error_of(std::string(kGood) + "mesh: {fsdp: 16, tensor: 4}\n");
+  EXPECT_NE(e.find(":6:7: key 'mesh': fsdp 16 x tensor 4 = 64 is not the 256 chips of the slice"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Scenario, MoeModelIsOutOfReach) {
+  const std::string e =
+      error_of("chip: v5e\nchips: 256\nmodel: mixtral-8x7b\nseq: 2048\nbatch_per_chip: 6\n");
+  EXPECT_NE(e.find("mixture-of-experts layers are not modelled yet"), std::string::npos) << e;
+}
+
+TEST(Scenario, MeasuredNeedsASource) {
+  const std::string e = error_of(std::string(kGood) + "measured: {mfu: 0.6}\n");
+  EXPECT_NE(e.find("key 'measured.source': measured values need a source"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tpusim

@@ -1,0 +1,106 @@
+// The whole-step model's pieces against hand-computed values.
+#include "models/workload/step.h"
+
+#include <gtest/gtest.h>
+
+#include "models/chip_loader.h"
+#include "sim/timing/collectives.h"
+
+namespace tpusim {
+namespace {
+
+TEST(Flops, MaxTextCountForADenseModelMatchesTheClosedForm) {
+  ModelConfig m;
+  m.d_model = 1024, m.layers = 2, m.q_heads = 8, m.kv_heads = 2, m.head_dim = 128, m.mlp_dim = 4096,
+  m.vocab = 1000;
+  const double B = 2, S = 512, E = 1024;
+  const double ffn = 2 * B * S * 4096 * E * 2 + 2 * B * S * 4096 * E;
+  const double qkv = 2 * B * S * E * (8 + 4) * 128, proj = 2 * B * S * E * 8 * 128;
+  const double attn = 4 * B * S * S * 8 * 128 / 2, emb = 2 * B * S * E * 1000;
+  EXPECT_DOUBLE_EQ(maxtext_flops_per_device(m, 2, 512),
+                   3 * (2 * (ffn + qkv + proj) + emb) + 3 * 2 * attn);
+}
+
+TEST(Flops, GdnLayersCountEightHvDkDvPerToken) {
+  ModelConfig m = load_model("qwen3-next-dense-8b");
+  EXPECT_EQ(m.attention_layers(), 9);
+  EXPECT_EQ(m.gdn_layers(), 27);
+  ModelConfig dense = m;
+  dense.full_attention_interval = 0;
+  // Replacing the 27 GDN layers by attention layers changes the count by exactly their difference.
+  const double B = 1, S = 4096, E = 4096, K = 16 * 128, V = 32 * 128;
+  const double gdn = 2 * B * S * E * (2 * K + 2 * V + 64) + 2 * B * S * E * V +
+                     2 * B * S * 4 * (2 * K + V) + 8 * 32 * 128 * 128 * B * S;
+  const double attn =
+      2 * B * S * E * (32 + 16) * 128 + 2 * B * S * E * 32 * 128 + 4 * B * S * S * 32 * 128 / 2;
+  EXPECT_NEAR(maxtext_flops_per_device(dense, 1, 4096) - maxtext_flops_per_device(m, 1, 4096),
+              3 * 27 * (attn - gdn), 1e3);
+}
+
+TEST(Collectives, RingCostsByHand) {
+  const ChipSpec v5e = load_chip("v5e");
+  // Scaling book pop quiz: AllGather of 34 MB over a 4-chip axis without wraparound:
+  // 3/4 x 34e6 / 4.5e10 = 566.7 us, plus 3 hops of 1 us.
+  const MeshAxis line{"y", 4, false, 1, false};
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_gather, 34'000'000, line}),
+              566.667e-6 + 3e-6, 1e-9);
+  // With wraparound the ring sends both ways: half the time, and n/2 hops.
+  const MeshAxis ring{"x", 16, true, 1, false};
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::reduce_scatter, 16'000'000, ring}),
+              15.0 / 16 * 16e6 / 9e10 + 8e-6, 1e-9);
+  // Over both dimensions of a 16 x 16 torus: four links, 2 x 8 hops.
+  const MeshAxis torus{"fsdp", 256, true, 2, false};
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_gather, 1'000'000'000, torus}),
+              255.0 / 256 * 1e9 / (4 * 4.5e10) + 16e-6, 1e-9);
+  // All-reduce = reduce-scatter + all-gather; DCN uses the per-chip DCN bandwidth.
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 34'000'000, line}),
+              2 * (566.667e-6 + 3e-6), 1e-9);
+  const MeshAxis dcn{"data", 4, false, 1, true};
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}),
+              2 * 0.75 * 1e6 / 3.125e9, 1e-12);
+}
+
+TEST(Memory, SmallModelByHand) {
+  StepConfig c;
+  c.chip = load_chip("v5e");
+  c.model.name = "tiny";
+  c.model.d_model = 1024, c.model.layers = 4, c.model.q_heads = 8, c.model.kv_heads = 8,
+  c.model.head_dim = 128;
+  c.model.mlp_dim = 4096, c.model.vocab = 32768;
+  c.chips_per_slice = 8;
+  c.mesh = {1, 8, 1};
+  c.seq = 1024, c.batch_per_chip = 2, c.remat = Remat::full;
+  const StepPrediction p = predict_step(c);
+  const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
+  const int64_t P = 4 * layer + 2 * 32768 * 1024 + 1024;
+  ASSERT_GE(p.memory.size(), 5u);
+  EXPECT_EQ(p.memory[0].bytes, 4 * P / 8);            // f32 parameters
+  EXPECT_EQ(p.memory[1].bytes, 4 * P / 8);            // f32 gradients
+  EXPECT_EQ(p.memory[2].bytes, 8 * P / 8);            // AdamW moments
+  EXPECT_EQ(p.memory[3].bytes, 4 * 2048 * 1024 * 2);  // layer inputs, bf16
+  EXPECT_EQ(p.memory.back().bytes,
+            2048LL * 32768 * 4 * 2);  // logits + their gradient dominate here
+  int64_t sum = 0;
+  for (const MemoryItem& m : p.memory) sum += m.bytes;
+  EXPECT_EQ(p.peak_hbm_bytes, sum);
+  EXPECT_TRUE(p.fits_hbm);
+}
+
+TEST(Step, ThroughputIdentitiesHold) {
+  StepConfig c;
+  c.chip = load_chip("v5e");
+  c.model = load_model("maxtext-16b");
+  c.chips_per_slice = 256;
+  c.mesh = {1, 256, 1};
+  c.seq = 2048, c.batch_per_chip = 6;
+  const StepPrediction p = predict_step(c);
+  EXPECT_NEAR(p.step_time_s * p.tokens_per_s_per_chip, 6 * 2048, 1e-6);
+  EXPECT_NEAR(p.tflops_per_s_per_chip * 1e12 * p.step_time_s, p.model_flops_per_chip, 1e3);
+  EXPECT_NEAR(p.mfu, p.tflops_per_s_per_chip * 1e12 / 197e12, 1e-12);
+  double parts = 0;
+  for (const StepPart& part : p.parts) parts += part.count * (part.compute_s + part.exposed_s);
+  EXPECT_DOUBLE_EQ(parts, p.step_time_s);
+}
+
+}  // namespace
+}  // namespace tpusim
