@@ -38,8 +38,9 @@ int64_t positive(const std::string& f, const YAML::Node& n, const std::string& p
 
 }  // namespace
 
-Scenario load_scenario(const std::string& f) {
-  const YAML::Node root = yaml_load_file(f);
+Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
+
+Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   only_keys(f, root, "",
             {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
              "batch_per_chip", "remat", "gdn", "attention", "scoped_vmem_kib", "measured"});

@@ -3,6 +3,8 @@
 // checked: an unknown key, a wrong type or an impossible mesh is one Error naming
 // file:line:column and the key path, before anything runs.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +27,8 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::string& file);
+// The same from a parsed tree; `file` names it in errors (a sweep point passes its base file).
+Scenario load_scenario(const YAML::Node& root, const std::string& file);
 
 // Scenario files under `paths` (files or folders, searched recursively), sorted.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);

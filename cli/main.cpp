@@ -5,9 +5,11 @@
 //   bench                               measure simulation speed
 // Every simulating command takes --json FILE and --trace FILE. Errors print one line and exit 2.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/step_report.h"
+#include "app/sweep.h"
 #include "app/timeline_svg.h"
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/layer.h"
@@ -246,6 +249,21 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--markdown", validate_md,
                            "write the report to FILE (default docs/validation.md)");
 
+  std::string sweep_file, sweep_csv_file, sweep_json_file, shard = "0/1";
+  int jobs = 1;
+  CLI::App* sweep_cmd =
+      app.add_subcommand("sweep", "expand a base scenario over axes and run the points");
+  sweep_cmd->add_option("file", sweep_file, "sweep YAML (base + axes)")->required();
+  sweep_cmd->add_option("--jobs", jobs, "worker processes")->capture_default_str();
+  sweep_cmd
+      ->add_option("--shard", shard,
+                   "run only points i, i+n, i+2n, ... (i/n), for spreading a sweep over machines")
+      ->capture_default_str();
+  sweep_cmd->add_option("--csv", sweep_csv_file,
+                        "CSV output (default: <sweep name>[.shard-i-of-n].csv)");
+  sweep_cmd->add_option("--json", sweep_json_file,
+                        "JSON output (default: <sweep name>[.shard-i-of-n].json)");
+
   CLI::App* chip_cmd =
       app.add_subcommand("chip", "print a chip spec and where each value comes from");
   chip_cmd->add_option("name", chip_name, "chip name or chip YAML file")->required();
@@ -361,6 +379,28 @@ int main(int argc, char** argv) {
       if (!validate_json.empty()) files.stage(validate_json, j.dump(2) + "\n");
       files.commit();
       std::cout << md;
+    } else if (sweep_cmd->parsed()) {
+      int si = 0, sn = 1;
+      if (std::sscanf(shard.c_str(), "%d/%d", &si, &sn) != 2)
+        throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", shard));
+      const Sweep sw = load_sweep(sweep_file);
+      const bool tty = isatty(fileno(stderr));
+      const auto results = run_sweep(sw, jobs, si, sn, [&](int done, int total) {
+        const int width = 40, filled = total ? width * done / total : width;
+        fmt::print(stderr, "{}[{}{}] {}/{} points", tty ? "\r" : "", std::string(filled, '#'),
+                   std::string(width - filled, '.'), done, total);
+        if (!tty || done == total) fmt::print(stderr, "\n");
+      });
+      const std::string stem = sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
+      OutputFiles files;
+      files.stage(sweep_csv_file.empty() ? stem + ".csv" : sweep_csv_file, sweep_csv(sw, results));
+      files.stage(sweep_json_file.empty() ? stem + ".json" : sweep_json_file,
+                  sweep_json(sw, results));
+      files.commit();
+      int failed = 0;
+      for (const PointResult& r : results) failed += !r.ok;
+      fmt::print("{} points run ({} could not: see the error column), {} points in the sweep\n",
+                 results.size(), failed, sw.points.size());
     } else if (chip_cmd->parsed()) {
       const ChipSpec chip = load_chip(chip_name);
       fmt::print("chip {}\n", chip.name);
