@@ -20,7 +20,11 @@ std::string repo(const std::string& rel) {
 }
 
 std::string error_of(const std::string& yaml) {
-  const fs::path f = fs::temp_directory_path() / "tpusim_bad_scenario.yaml";
+  // One folder per test: ctest runs the test cases in parallel processes.
+  const fs::path dir = fs::temp_directory_path() /
+                       ("tpusim_scenario_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  fs::create_directories(dir);
+  const fs::path f = dir / "tpusim_bad_scenario.yaml";
   std::ofstream(f) << yaml;
   try {
     load_scenario(f.string());

@@ -16,7 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string write_sweep() {
-  const fs::path dir = fs::temp_directory_path() / "tpusim_sweep_test";
+  // One folder per test: ctest runs the test cases in parallel processes.
+  const fs::path dir = fs::temp_directory_path() /
+                       ("tpusim_sweep_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   std::ofstream(dir / "base.yaml")
       << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";

@@ -27,7 +27,9 @@ TEST(ChipLoader, ShippedChipsLoadWithProvenanceForEveryValue) {
 }
 
 std::string error_of(const std::string& yaml) {
-  const fs::path dir = fs::temp_directory_path() / "tpusim_chip_test";
+  // One file per test: ctest runs the test cases in parallel processes.
+  const fs::path dir = fs::temp_directory_path() /
+                       ("tpusim_chip_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   const fs::path f = dir / "bad.yaml";
   std::ofstream(f) << yaml;
