@@ -54,33 +54,47 @@ std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
   const ValueId o = kb.output(a.o, {1, 1, 1, b, D}, q_map);
   const ValueId lse = kb.output(a.lse, {1, 1, 1, b, 1}, q_map);
   const ValueId m = kb.scratch("m", {b, 1}, DType::f32), l = kb.scratch("l", {b, 1}, DType::f32);
-  const ValueId acc = kb.scratch("acc", {b, D}, DType::f32),
-                sc = kb.scratch("s", {b, b}, DType::f32);
+  const ValueId acc = kb.scratch("acc", {b, D}, DType::f32);
   const When first{When::first, 4}, last{When::last, 4};
   const When live = s.causal ? When{When::at_or_below, 3, 4} : When{};
   kb.fill("m = -inf", m, kNegInf, first);
   kb.fill("l = 0", l, 0, first);
   kb.fill("acc = 0", acc, 0, first);
-  kb.dot_into("s = q k^T", q, k, sc, kNT, Precision::default_, live);
-  if (s.causal)
-    kb.mask("causal mask", sc, MaskKind::lower, kNegInf, 0, {}, {When::on_diagonal, 3, 4}, sc);
-  // Online softmax (only on unmasked blocks).
-  const ValueId m_new =
-      kb.elementwise("m_new", EwFn::max, {m, kb.reduce_max("rowmax", sc, {1}, live)}, -1, live);
-  const ValueId p =
-      kb.elementwise("p = exp(s - m_new)", EwFn::exp,
-                     {kb.elementwise("s - m_new", EwFn::sub, {sc, m_new}, -1, live)}, -1, live);
-  const ValueId alpha = kb.elementwise(
-      "alpha", EwFn::exp, {kb.elementwise("m - m_new", EwFn::sub, {m, m_new}, -1, live)}, -1, live);
-  kb.elementwise("l = alpha l + rowsum p", EwFn::add,
-                 {kb.elementwise("alpha l", EwFn::mul, {alpha, l}, -1, live),
-                  kb.reduce("rowsum p", p, {1}, live)},
-                 l, live);
-  const ValueId pv = kb.dot("p v", kb.cast("p.bf16", p, s.dtype, live), v, DType::f32, kNN,
-                            Precision::default_, live);
-  kb.elementwise("acc = alpha acc + p v", EwFn::add,
-                 {kb.elementwise("alpha acc", EwFn::mul, {alpha, acc}, -1, live), pv}, acc, live);
-  kb.copy("m = m_new", m_new, m, live);
+  // splash's block_kv_compute: the kv block is processed in sub-blocks of `compute` columns. All
+  // sub-blocks' q k^T are issued first (they do not depend on the softmax state), so the MXUs work
+  // on the next sub-block while the VPU and EUP run this one's online softmax.
+  const int64_t bc = std::min(s.block_compute, b), parts = b / bc;
+  std::vector<ValueId> scores;
+  for (int64_t c = 0; c < parts; ++c) {
+    const ValueId kc = parts == 1 ? k : kb.slice(fmt::format("k[{}]", c), k, 0, c * bc, bc, live);
+    const ValueId sc_c =
+        kb.dot(fmt::format("s[{}] = q k^T", c), q, kc, DType::f32, kNT, Precision::default_, live);
+    if (s.causal)  // on the diagonal block: keep columns c*bc + j <= row i
+      kb.mask(fmt::format("causal mask [{}]", c), sc_c, MaskKind::lower, kNegInf, -c * bc, {},
+              {When::on_diagonal, 3, 4}, sc_c);
+    scores.push_back(sc_c);
+  }
+  for (int64_t c = 0; c < parts; ++c) {
+    const ValueId sc = scores[c];
+    const ValueId vc = parts == 1 ? v : kb.slice(fmt::format("v[{}]", c), v, 0, c * bc, bc, live);
+    const ValueId m_new =
+        kb.elementwise("m_new", EwFn::max, {m, kb.reduce_max("rowmax", sc, {1}, live)}, -1, live);
+    const ValueId p =
+        kb.elementwise("p = exp(s - m_new)", EwFn::exp,
+                       {kb.elementwise("s - m_new", EwFn::sub, {sc, m_new}, -1, live)}, -1, live);
+    const ValueId alpha =
+        kb.elementwise("alpha", EwFn::exp,
+                       {kb.elementwise("m - m_new", EwFn::sub, {m, m_new}, -1, live)}, -1, live);
+    kb.elementwise("l = alpha l + rowsum p", EwFn::add,
+                   {kb.elementwise("alpha l", EwFn::mul, {alpha, l}, -1, live),
+                    kb.reduce("rowsum p", p, {1}, live)},
+                   l, live);
+    const ValueId pv = kb.dot("p v", kb.cast("p.bf16", p, s.dtype, live), vc, DType::f32, kNN,
+                              Precision::default_, live);
+    kb.elementwise("acc = alpha acc + p v", EwFn::add,
+                   {kb.elementwise("alpha acc", EwFn::mul, {alpha, acc}, -1, live), pv}, acc, live);
+    kb.copy("m = m_new", m_new, m, live);
+  }
   kb.copy("o = acc / l", kb.elementwise("acc / l", EwFn::div, {acc, l}, -1, last), o, last);
   kb.copy("lse = m + log l",
           kb.elementwise("m + log l", EwFn::add,

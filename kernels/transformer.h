@@ -18,7 +18,8 @@ namespace tpusim::kernels {
 
 struct AttentionShape {
   int64_t batch = 1, seq = 4096, q_heads = 32, kv_heads = 8, head_dim = 128;
-  int64_t block = 512;  // block_q = block_kv (splash default 512, MaxText's sa_block_*)
+  int64_t block = 512;          // block_q = block_kv (splash default 512, MaxText's sa_block_*)
+  int64_t block_compute = 512;  // sa_block_kv_compute: the kv sub-block of each softmax update
   bool causal = true;
   DType dtype = DType::bf16;
 };

@@ -99,14 +99,16 @@ void mlp_backward(LayerProgram& lp, const StepConfig& c, const Local& l) {
 }
 
 kernels::AttentionShape attention_shape(const StepConfig& c, const Local& l) {
-  return {l.batch,
-          c.seq,
-          l.q_heads,
-          l.kv_heads,
-          c.model.head_dim,
-          std::min(c.attention_block, c.seq),
-          true,
-          DType::bf16};
+  const int64_t block = std::min(c.attention_block, c.seq);
+  return {.batch = l.batch,
+          .seq = c.seq,
+          .q_heads = l.q_heads,
+          .kv_heads = l.kv_heads,
+          .head_dim = c.model.head_dim,
+          .block = block,
+          .block_compute = std::min<int64_t>(512, block),
+          .causal = true,
+          .dtype = DType::bf16};
 }
 
 void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l,

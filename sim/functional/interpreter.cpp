@@ -100,10 +100,10 @@ float apply(EwFn fn, float a, float b) {
 
 bool in_mask(MaskKind kind, int64_t i, int64_t j, int64_t rows, int64_t b) {
   switch (kind) {
-    case MaskKind::lower:
-      return i >= j;
+    case MaskKind::lower:  // b shifts the column: the mask of a sub-block of a wider matrix
+      return i >= j - b;
     case MaskKind::strict_lower:
-      return i > j;
+      return i > j - b;
     case MaskKind::sibling_block:
       return i / b != j / b && i / (2 * b) == j / (2 * b);
     case MaskKind::last_row:

@@ -132,7 +132,7 @@ struct Op {
   double scalar = 0;  // fill value, or a scalar operand
   // reduce (sum, or max when fn is EwFn::max; reduced dims are kept with size 1)
   std::vector<int> reduce_axes;
-  // mask
+  // mask (for lower / strict_lower masks, mask_block shifts the column index: j + mask_block)
   MaskKind mask = MaskKind::lower;
   int64_t mask_block = 0;
   // slice / concat
@@ -195,7 +195,8 @@ class KernelBuilder {
   ValueId fill(std::string name, ValueId to, double value, When when = {});
   ValueId reduce(std::string name, ValueId in, std::vector<int> axes, When when = {});
   ValueId reduce_max(std::string name, ValueId in, std::vector<int> axes, When when = {});
-  // where(mask, in, fill); `shape` broadcasts `in` to a larger shape (empty: in's shape).
+  // where(mask, in, fill); `shape` broadcasts `in` to a larger shape (empty: in's shape). `block`
+  // is the sibling block size, or for lower masks a column offset (j + block compared with i).
   ValueId mask(std::string name, ValueId in, MaskKind kind, double fill = 0, int64_t block = 0,
                Shape shape = {}, When when = {}, ValueId out = -1);
   ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,

@@ -20,6 +20,7 @@ const kernels::AttentionShape kSmall{.batch = 1,
                                      .kv_heads = 2,
                                      .head_dim = 16,
                                      .block = 16,
+                                     .block_compute = 8,
                                      .causal = true,
                                      .dtype = DType::f32};
 
