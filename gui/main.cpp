@@ -1,0 +1,390 @@
+// build/tpusim-gui [SCENARIO.yaml] [--screenshot OUT.png] [knobs]: interactive schedule
+// exploration. Pick a kernel and its knobs, the simulation runs on a worker thread, and the
+// timeline, totals and (for a scenario file) the training-step breakdown redraw. --screenshot
+// renders one frame after the simulation finishes, writes it as PNG and exits (for Xvfb).
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <CLI/CLI.hpp>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+
+#include <atomic>
+#include <cfloat>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "app/scenario.h"
+#include "gui/timeline_view.h"
+#include "kernels/gdn/invert.h"
+#include "kernels/gdn/layer.h"
+#include "kernels/gdn/scan.h"
+#include "kernels/gdn/xla.h"
+#include "kernels/generic.h"
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/ir/validate.h"
+#include "sim/timing/engine.h"
+
+namespace {
+
+using namespace tpusim;
+namespace g = kernels::gdn;
+
+const char* kKernels[] = {"matmul",     "gdn-scan-fwd",         "gdn-scan-bwd",
+                          "gdn-invert", "gdn-solve-triangular", "gdn-layer"};
+const char* kChips[] = {"v5e", "v6e", "v5p"};
+const char* kBuilds[] = {"main", "scan", "heads", "ladder"};
+
+struct Knobs {
+  int kernel = 1, chip = 0, build = 3;
+  int batch = 1, seq = 4096, heads = 32, chunk = 128, head_tile = 8, tile_n = 8;
+  int m = 4096, bm = 512, bk = 1024, bn = 1024;
+  bool operator==(const Knobs&) const = default;
+};
+
+struct Outcome {
+  std::optional<RunResult> run;
+  std::optional<StepPrediction> step;
+  std::string error, what;
+  double peak_flops = 0;
+  bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
+};
+
+// Runs simulations one at a time on a worker thread (SystemC's kernel is global): the newest
+// request replaces any waiting one, so dragging a knob never queues up stale runs.
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void submit(std::function<Outcome()> job) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      pending_ = std::move(job);
+      busy_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool busy() const { return busy_; }
+  std::optional<Outcome> take() {
+    std::lock_guard<std::mutex> l(m_);
+    std::optional<Outcome> o = std::move(done_);
+    done_.reset();
+    return o;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<Outcome()> job;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return stop_ || pending_; });
+        if (stop_) return;
+        job = std::move(pending_);
+        pending_ = nullptr;
+      }
+      Outcome o = job();
+      std::lock_guard<std::mutex> l(m_);
+      done_ = std::move(o);
+      busy_ = static_cast<bool>(pending_);
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::function<Outcome()> pending_;
+  std::optional<Outcome> done_;
+  std::atomic<bool> busy_{false};
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+Outcome simulate_knobs(const Knobs& k) {
+  Outcome o;
+  try {
+    const ChipSpec chip = load_chip(kChips[k.chip]);
+    o.peak_flops = chip.peak_bf16_flops;
+    g::GdnShape s{
+        .batch = k.batch, .seq = k.seq, .heads = k.heads, .dk = 128, .dv = 128, .chunk = k.chunk};
+    Program p;
+    switch (k.kernel) {
+      case 0:
+        p.add_kernel(kernels::pallas_matmul({k.m, k.m, k.m, k.bm, k.bk, k.bn}));
+        break;
+      case 1:
+        p.add_kernel(g::scan_forward(s, {k.head_tile}));
+        break;
+      case 2:
+        p.add_kernel(g::scan_backward(s, {k.head_tile}));
+        break;
+      case 3:
+        p.add_kernel(g::invert_ladder(s, k.tile_n));
+        break;
+      case 4:
+        p = g::xla_solve_triangular(s);
+        break;
+      default:
+        p = g::layer_core(s,
+                          {g::parse_build(kBuilds[k.build]), k.head_tile, k.head_tile, k.tile_n});
+    }
+    o.what = kKernels[k.kernel];
+    o.run = simulate(chip, p, {.record_timeline = true});
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+Outcome simulate_scenario(const std::string& file) {
+  Outcome o;
+  o.scenario = true;
+  try {
+    const Scenario s = load_scenario(file);
+    o.step = predict_step(s.step);
+    o.what = s.name;
+    o.peak_flops = s.step.chip.peak_bf16_flops;
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+bool knobs_panel(Knobs& k) {
+  Knobs before = k;
+  ImGui::Combo("kernel", &k.kernel, kKernels, IM_ARRAYSIZE(kKernels));
+  ImGui::Combo("chip", &k.chip, kChips, IM_ARRAYSIZE(kChips));
+  if (k.kernel == 0) {
+    ImGui::InputInt("m=k=n", &k.m, 1024);
+    ImGui::InputInt("bm", &k.bm, 128);
+    ImGui::InputInt("bk", &k.bk, 128);
+    ImGui::InputInt("bn", &k.bn, 128);
+  } else {
+    if (k.kernel == 5) ImGui::Combo("build", &k.build, kBuilds, IM_ARRAYSIZE(kBuilds));
+    ImGui::InputInt("batch", &k.batch);
+    ImGui::InputInt("seq", &k.seq, 1024);
+    ImGui::InputInt("heads", &k.heads);
+    ImGui::InputInt("chunk", &k.chunk, 64);
+    ImGui::SliderInt("head tile", &k.head_tile, 1, 16);
+    ImGui::SliderInt("tile_n", &k.tile_n, 1, 8);
+  }
+  return !(before == k);
+}
+
+void totals_panel(const Outcome& o) {
+  if (!o.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 110, 255));
+    ImGui::TextWrapped("error: %s", o.error.c_str());
+    ImGui::PopStyleColor();
+    return;
+  }
+  if (o.run) {
+    const RunResult& r = *o.run;
+    ImGui::Text("%s on %s: %.4f ms, %.1f TFLOP/s (%.1f%% of peak)", o.what.c_str(), r.chip.c_str(),
+                r.time_s * 1e3, r.flops / r.time_s / 1e12, 100 * r.flops / r.time_s / o.peak_flops);
+    // Stall breakdown bar: TensorCore 0's time by cause.
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float w = ImGui::GetContentRegionAvail().x;
+    float x = p.x;
+    for (int c = 0; c < kNumCauses; ++c) {
+      const float cw =
+          w * static_cast<float>(r.time[c]) / static_cast<float>(std::max<int64_t>(1, r.cycles));
+      static const ImU32 colours[] = {
+          IM_COL32(76, 120, 168, 255),  IM_COL32(228, 87, 86, 255),   IM_COL32(245, 133, 24, 255),
+          IM_COL32(238, 202, 59, 255),  IM_COL32(157, 117, 93, 255),  IM_COL32(186, 176, 172, 255),
+          IM_COL32(178, 121, 162, 255), IM_COL32(121, 112, 110, 255), IM_COL32(90, 90, 90, 255)};
+      dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14), colours[c]);
+      x += cw;
+    }
+    ImGui::Dummy(ImVec2(w, 16));
+    for (int c = 0; c < kNumCauses; ++c)
+      if (r.time[c] > 0) {
+        ImGui::Text("%s %.1f%%", std::string(name(static_cast<Cause>(c))).c_str(),
+                    100.0 * r.time[c] / r.cycles);
+        ImGui::SameLine();
+      }
+    ImGui::NewLine();
+    for (const KernelStats& k : r.kernels) {
+      const float frac =
+          static_cast<float>(k.vmem.total_bytes) / static_cast<float>(k.vmem_limit_bytes);
+      ImGui::ProgressBar(
+          frac, ImVec2(220, 0),
+          (format_bytes(k.vmem.total_bytes) + " / " + format_bytes(k.vmem_limit_bytes)).c_str());
+      ImGui::SameLine();
+      ImGui::Text("VMEM %s", k.name.c_str());
+    }
+  }
+  if (o.step) {
+    const StepPrediction& s = *o.step;
+    ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%",
+                o.what.c_str(), s.step_time_s, s.tokens_per_s_per_chip, s.tflops_per_s_per_chip,
+                100 * s.mfu);
+    ImGui::ProgressBar(
+        static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300, 0),
+        ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
+            .c_str());
+    for (const StepPart& part : s.parts)
+      ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
+                  static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
+  }
+}
+
+bool save_png(const std::string& path, int w, int h) {
+  std::vector<unsigned char> px(static_cast<size_t>(w) * h * 4);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  stbi_flip_vertically_on_write(1);
+  return stbi_write_png(path.c_str(), w, h, 4, px.data(), w * 4) != 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim-gui: interactive schedule exploration"};
+  std::string file, screenshot;
+  Knobs knobs;
+  std::string kernel_name = "gdn-scan-fwd", chip_name = "v5e", build_name = "ladder";
+  app.add_option("file", file, "a scenario YAML (training-step breakdown)");
+  app.add_option("--screenshot", screenshot, "render one frame to this PNG and exit");
+  app.add_option("--kernel", kernel_name,
+                 "matmul, gdn-scan-fwd, gdn-scan-bwd, gdn-invert, gdn-solve-triangular, gdn-layer");
+  app.add_option("--chip", chip_name, "v5e, v6e or v5p");
+  app.add_option("--build", build_name, "GDN build for gdn-layer");
+  app.add_option("--head-tile", knobs.head_tile, "heads per scan grid cell");
+  app.add_option("--tile-n", knobs.tile_n, "chunk tiles per inversion grid cell");
+  app.add_option("--seq", knobs.seq, "sequence length");
+  app.add_option("--chunk", knobs.chunk, "chunk size");
+  std::vector<double> window_us;
+  app.add_option("--window-us", window_us, "initial timeline window FROM TO (microseconds)")
+      ->expected(2);
+  CLI11_PARSE(app, argc, argv);
+  auto index_of = [](const char* const* names, int n, const std::string& v) {
+    for (int i = 0; i < n; ++i)
+      if (v == names[i]) return i;
+    return -1;
+  };
+  knobs.kernel = index_of(kKernels, IM_ARRAYSIZE(kKernels), kernel_name);
+  knobs.chip = index_of(kChips, IM_ARRAYSIZE(kChips), chip_name);
+  knobs.build = index_of(kBuilds, IM_ARRAYSIZE(kBuilds), build_name);
+  if (knobs.kernel < 0 || knobs.chip < 0 || knobs.build < 0) {
+    std::fprintf(stderr, "tpusim-gui: error: unknown --kernel, --chip or --build\n");
+    return 2;
+  }
+
+  if (!glfwInit()) {
+    std::fprintf(stderr, "tpusim-gui: error: cannot initialise GLFW (no display?)\n");
+    return 2;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  const int W = 1600, H = 1000;
+  GLFWwindow* window = glfwCreateWindow(W, H, "tpusim", nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "tpusim-gui: error: cannot create an OpenGL 3.3 window\n");
+    glfwTerminate();
+    return 2;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ImGui::StyleColorsDark();
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+
+  Worker worker;
+  Outcome shown, step_shown;
+  gui::TimelineState tl;
+  worker.submit([k = knobs] { return simulate_knobs(k); });
+  bool step_pending = !file.empty();
+  int frames_after_result = 0;
+  bool have_result = false;
+  int exit_code = 0;
+  while (!glfwWindowShouldClose(window)) {
+    if (screenshot.empty()) glfwPollEvents();
+    if (auto o = worker.take()) {
+      if (o->scenario) {
+        step_shown = std::move(*o);
+      } else {
+        shown = std::move(*o);
+        tl = {};
+        if (window_us.size() == 2 && shown.run) {
+          tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * shown.run->clock_hz);
+          tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * shown.run->clock_hz);
+        }
+      }
+      have_result = true;
+      frames_after_result = 0;
+      if (step_pending && !worker.busy()) {
+        step_pending = false;
+        worker.submit([f = file] { return simulate_scenario(f); });
+        have_result = false;
+      }
+    }
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (!screenshot.empty())
+      ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray hover
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(static_cast<float>(W), static_cast<float>(H)));
+    ImGui::Begin("tpusim", nullptr,
+                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
+    ImGui::BeginChild("knobs", ImVec2(330, 330), true);
+    ImGui::TextUnformatted("scenario and knobs");
+    if (knobs_panel(knobs)) worker.submit([k = knobs] { return simulate_knobs(k); });
+    ImGui::Text(worker.busy() ? "simulating..." : "ready");
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("totals", ImVec2(0, 330), true);
+    totals_panel(shown);
+    if (step_shown.scenario) {
+      ImGui::Separator();
+      ImGui::TextUnformatted(("training step: " + file).c_str());
+      totals_panel(step_shown);
+    }
+    ImGui::EndChild();
+    ImGui::BeginChild("timeline", ImVec2(0, 0), true);
+    ImGui::TextUnformatted("timeline (wheel: zoom, drag: pan, right-click: select grid step)");
+    if (shown.run) gui::draw_timeline(*shown.run, tl);
+    ImGui::EndChild();
+    ImGui::End();
+    ImGui::Render();
+    int fw, fh;
+    glfwGetFramebufferSize(window, &fw, &fh);
+    glViewport(0, 0, fw, fh);
+    glClearColor(0.08f, 0.08f, 0.09f, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (!screenshot.empty() && have_result && !worker.busy() && !step_pending &&
+        ++frames_after_result >= 3) {
+      if (!save_png(screenshot, fw, fh)) {
+        std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", screenshot.c_str());
+        exit_code = 2;
+      }
+      break;
+    }
+    glfwSwapBuffers(window);
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return exit_code;
+}

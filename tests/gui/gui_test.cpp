@@ -1,0 +1,97 @@
+// The GUI under Xvfb in headless mode: the screenshot has the window's size and the timeline area
+// is drawn (pixels that are not background); a bad scenario file is shown as an error, no crash.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#define STB_IMAGE_IMPLEMENTATION
+#include <stb/stb_image.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Png {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;
+};
+
+Png screenshot(const std::string& args, int* status) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tpusim_gui_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "shot.png";
+  fs::remove(out);
+  const std::string cmd =
+      fmt::format("xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --screenshot {} >{} 2>&1",
+                  TPUSIM_GUI, args, out.string(), (dir / "log").string());
+  const int raw = std::system(cmd.c_str());
+  *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  Png p;
+  int n = 0;
+  unsigned char* data = stbi_load(out.string().c_str(), &p.w, &p.h, &n, 3);
+  if (data) {
+    p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
+    stbi_image_free(data);
+  }
+  return p;
+}
+
+// Coloured (non-grey) pixels in a region: the timeline's lanes are coloured, the background and
+// text are grey. 10,000 is about one lane drawn across the plot (1,460 x 7 px); an empty timeline
+// stays below 1,000 (ImpossibleKnobIsAnErrorInTheWindow).
+constexpr int kDrawn = 10000;
+int coloured_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  int n = 0;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x) {
+      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+      if (std::max({c[0], c[1], c[2]}) - std::min({c[0], c[1], c[2]}) > 40) ++n;
+    }
+  return n;
+}
+
+TEST(Gui, HeadlessScreenshotDrawsTheTimeline) {
+  int status = -1;
+  const Png p = screenshot("--kernel gdn-scan-fwd --head-tile 8 --seq 1024", &status);
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(p.w, 1600);
+  ASSERT_EQ(p.h, 1000);
+  // The timeline occupies the lower part of the window, right of the lane labels.
+  EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
+}
+
+TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
+  const fs::path bad = fs::temp_directory_path() / "tpusim_gui_bad_scenario.yaml";
+  std::ofstream(bad)
+      << "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\nwat: 1\n";
+  int status = -1;
+  const Png p = screenshot(bad.string() + " --kernel gdn-invert --seq 1024", &status);
+  EXPECT_EQ(status, 0);
+  ASSERT_EQ(p.w, 1600);
+  EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);  // the kernel still ran and drew
+}
+
+TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
+  int status = -1;
+  const Png p =
+      screenshot("--kernel gdn-scan-bwd --head-tile 8", &status);  // over v5e's 16 MiB VMEM
+  EXPECT_EQ(status, 0);
+  ASSERT_EQ(p.w, 1600);
+  // No timeline, but the red error text in the totals panel.
+  EXPECT_LT(coloured_pixels(p, 120, 380, 1580, 640), 1000);
+  int red = 0;
+  for (int y = 0; y < 330; ++y)
+    for (int x = 340; x < 1590; ++x) {
+      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+      red += c[0] > 200 && c[1] < 140 && c[2] < 140;
+    }
+  EXPECT_GT(red, 100);
+}
+
+}  // namespace
