@@ -21,3 +21,10 @@ awk -v table="$table" '
   /<!-- BEGIN generated/ { print; print table; skip = 1; next }
   /<!-- END generated/ { skip = 0 }
   !skip' docs/kernels/gdn.md > docs/kernels/gdn.md.tmp && mv docs/kernels/gdn.md.tmp docs/kernels/gdn.md
+# GUI screenshots (needs xvfb-run).
+G="xvfb-run -a -s '-screen 0 1600x1000x24' build/tpusim-gui"
+eval "$G --kernel gdn-scan-fwd --head-tile 1 --window-us 300 306 --screenshot docs/img/gui_scan_th1.png"
+eval "$G --kernel gdn-scan-fwd --head-tile 8 --window-us 300 306 --screenshot docs/img/gui_scan_th8.png"
+eval "$G --kernel gdn-invert --tile-n 8 --window-us 300 330 --screenshot docs/img/gui_ladder.png"
+eval "$G --kernel gdn-solve-triangular --window-us 1000 1500 --screenshot docs/img/gui_solve.png"
+eval "$G scenarios/calibration/c1/c1_ladder.yaml --kernel gdn-layer --build ladder --screenshot docs/img/gui_step.png"

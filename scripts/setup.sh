@@ -8,7 +8,7 @@ packages=(
   libsystemc-dev libeigen3-dev libyaml-cpp-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libimgui-dev libglfw3-dev libgl-dev libstb-dev xvfb xauth
+  libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri libstb-dev xvfb xauth
 )
 
 missing=()
