@@ -37,6 +37,42 @@ AttentionArrays arrays(const AttentionShape& s) {
           {"di", stat, DType::f32}};
 }
 
+// The blocks a backward kernel reads at one grid step, seen as [b, D] (and [b, 1] statistics).
+struct BackwardInputs {
+  ValueId q, d_o, lse, di, k, v;
+};
+
+BackwardInputs backward_inputs(KernelBuilder& kb, const AttentionArrays& a, const IndexMap& q_map,
+                               const IndexMap& kv_map, int64_t b, int64_t D) {
+  auto in = [&](const char* n, const Tensor& t, Shape block, const IndexMap& map, Shape view) {
+    return kb.reshape(n, kb.input(t, std::move(block), map), std::move(view));
+  };
+  return {in("q", a.q, {1, 1, 1, b, D}, q_map, {b, D}),
+          in("do", a.d_o, {1, 1, 1, b, D}, q_map, {b, D}),
+          in("lse", a.lse, {1, 1, 1, b, 1}, q_map, {b, 1}),
+          in("di", a.di, {1, 1, 1, b, 1}, q_map, {b, 1}),
+          in("k", a.k, {1, 1, b, D}, kv_map, {b, D}),
+          in("v", a.v, {1, 1, b, D}, kv_map, {b, D})};
+}
+
+// The forward's probabilities recomputed from the saved statistics: p = exp(q k^T - lse), the
+// causal mask on diagonal blocks.
+ValueId recompute_p(KernelBuilder& kb, const AttentionShape& s, const BackwardInputs& x,
+                    ValueId scores, When live, When diagonal) {
+  kb.dot_into("s = q k^T", x.q, x.k, scores, kNT, Precision::default_, live);
+  if (s.causal) kb.mask("causal mask", scores, MaskKind::lower, kNegInf, 0, {}, diagonal, scores);
+  return kb.elementwise("p = exp(s - lse)", EwFn::exp,
+                        {kb.elementwise("s - lse", EwFn::sub, {scores, x.lse}, -1, live)}, -1,
+                        live);
+}
+
+// ds = p (do v^T - di).
+ValueId score_gradient(KernelBuilder& kb, const BackwardInputs& x, ValueId p, When live) {
+  const ValueId dp = kb.dot("dp = do v^T", x.d_o, x.v, DType::f32, kNT, Precision::default_, live);
+  return kb.elementwise("ds = p (dp - di)", EwFn::mul,
+                        {p, kb.elementwise("dp - di", EwFn::sub, {dp, x.di}, -1, live)}, -1, live);
+}
+
 }  // namespace
 
 std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
@@ -114,12 +150,7 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
   const IndexMap q_map(
       {axis(0), axis(1), axis(3), s.causal ? clamped_below(4, 2) : axis(4), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), axis(2), constant(0)});
-  const ValueId q = kb.reshape("q", kb.input(a.q, {1, 1, 1, b, D}, q_map), {b, D});
-  const ValueId d_o = kb.reshape("do", kb.input(a.d_o, {1, 1, 1, b, D}, q_map), {b, D});
-  const ValueId lse = kb.reshape("lse", kb.input(a.lse, {1, 1, 1, b, 1}, q_map), {b, 1});
-  const ValueId di = kb.reshape("di", kb.input(a.di, {1, 1, 1, b, 1}, q_map), {b, 1});
-  const ValueId k = kb.reshape("k", kb.input(a.k, {1, 1, b, D}, kv_map), {b, D});
-  const ValueId v = kb.reshape("v", kb.input(a.v, {1, 1, b, D}, kv_map), {b, D});
+  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D);
   const ValueId dk = kb.output({"dk", a.k.shape, DType::f32}, {1, 1, b, D}, kv_map);
   const ValueId dv = kb.output({"dv", a.v.shape, DType::f32}, {1, 1, b, D}, kv_map);
   const ValueId dk_acc = kb.scratch("dk_acc", {b, D}, DType::f32),
@@ -128,22 +159,14 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
   const When live = s.causal ? When{When::at_or_below, 4, 2} : When{};
   kb.fill("dk = 0", dk_acc, 0, {When::first_both, 3, 4});
   kb.fill("dv = 0", dv_acc, 0, {When::first_both, 3, 4});
-  kb.dot_into("s = q k^T", q, k, sc, kNT, Precision::default_, live);
-  if (s.causal)
-    kb.mask("causal mask", sc, MaskKind::lower, kNegInf, 0, {}, {When::on_diagonal, 4, 2}, sc);
-  const ValueId p =
-      kb.elementwise("p = exp(s - lse)", EwFn::exp,
-                     {kb.elementwise("s - lse", EwFn::sub, {sc, lse}, -1, live)}, -1, live);
+  const ValueId p = recompute_p(kb, s, x, sc, live, {When::on_diagonal, 4, 2});
   const ValueId p16 = kb.cast("p.bf16", p, s.dtype, live);
   kb.elementwise("dv += p^T do", EwFn::add,
-                 {dv_acc, kb.dot("p^T do", p16, d_o, DType::f32, kTN, Precision::default_, live)},
+                 {dv_acc, kb.dot("p^T do", p16, x.d_o, DType::f32, kTN, Precision::default_, live)},
                  dv_acc, live);
-  const ValueId dp = kb.dot("dp = do v^T", d_o, v, DType::f32, kNT, Precision::default_, live);
-  const ValueId ds =
-      kb.elementwise("ds = p (dp - di)", EwFn::mul,
-                     {p, kb.elementwise("dp - di", EwFn::sub, {dp, di}, -1, live)}, -1, live);
+  const ValueId ds = score_gradient(kb, x, p, live);
   kb.elementwise("dk += ds^T q", EwFn::add,
-                 {dk_acc, kb.dot("ds^T q", kb.cast("ds.bf16", ds, s.dtype, live), q, DType::f32,
+                 {dk_acc, kb.dot("ds^T q", kb.cast("ds.bf16", ds, s.dtype, live), x.q, DType::f32,
                                  kTN, Precision::default_, live)},
                  dk_acc, live);
   kb.copy("store dk", dk_acc, dk, {When::last_both, 3, 4});
@@ -159,30 +182,17 @@ std::shared_ptr<const Kernel> attention_backward_dq(const AttentionShape& s) {
   kb.grid({s.batch, s.kv_heads, G, n, n}, {kPar, kPar, kPar, kPar, kArb});
   const IndexMap q_map({axis(0), axis(1), axis(2), axis(3), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
-  const ValueId q = kb.reshape("q", kb.input(a.q, {1, 1, 1, b, D}, q_map), {b, D});
-  const ValueId d_o = kb.reshape("do", kb.input(a.d_o, {1, 1, 1, b, D}, q_map), {b, D});
-  const ValueId lse = kb.reshape("lse", kb.input(a.lse, {1, 1, 1, b, 1}, q_map), {b, 1});
-  const ValueId di = kb.reshape("di", kb.input(a.di, {1, 1, 1, b, 1}, q_map), {b, 1});
-  const ValueId k = kb.reshape("k", kb.input(a.k, {1, 1, b, D}, kv_map), {b, D});
-  const ValueId v = kb.reshape("v", kb.input(a.v, {1, 1, b, D}, kv_map), {b, D});
+  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D);
   const ValueId dq = kb.output({"dq", a.q.shape, DType::f32}, {1, 1, 1, b, D}, q_map);
   const ValueId dq_acc = kb.scratch("dq_acc", {b, D}, DType::f32),
                 sc = kb.scratch("s", {b, b}, DType::f32);
   const When live = s.causal ? When{When::at_or_below, 3, 4} : When{};
   kb.fill("dq = 0", dq_acc, 0, {When::first, 4});
-  kb.dot_into("s = q k^T", q, k, sc, kNT, Precision::default_, live);
-  if (s.causal)
-    kb.mask("causal mask", sc, MaskKind::lower, kNegInf, 0, {}, {When::on_diagonal, 3, 4}, sc);
-  const ValueId p =
-      kb.elementwise("p = exp(s - lse)", EwFn::exp,
-                     {kb.elementwise("s - lse", EwFn::sub, {sc, lse}, -1, live)}, -1, live);
-  const ValueId dp = kb.dot("dp = do v^T", d_o, v, DType::f32, kNT, Precision::default_, live);
-  const ValueId ds =
-      kb.elementwise("ds = p (dp - di)", EwFn::mul,
-                     {p, kb.elementwise("dp - di", EwFn::sub, {dp, di}, -1, live)}, -1, live);
+  const ValueId p = recompute_p(kb, s, x, sc, live, {When::on_diagonal, 3, 4});
+  const ValueId ds = score_gradient(kb, x, p, live);
   kb.elementwise("dq += ds k", EwFn::add,
-                 {dq_acc, kb.dot("ds k", kb.cast("ds.bf16", ds, s.dtype, live), k, DType::f32, kNN,
-                                 Precision::default_, live)},
+                 {dq_acc, kb.dot("ds k", kb.cast("ds.bf16", ds, s.dtype, live), x.k, DType::f32,
+                                 kNN, Precision::default_, live)},
                  dq_acc, live);
   kb.copy("store dq", dq_acc, dq, {When::last, 4});
   return kb.build();

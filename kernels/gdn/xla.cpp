@@ -11,24 +11,35 @@ namespace {
 constexpr auto kPar = DimSemantics::parallel;
 const IndexMap kPerChunk({axis(0), axis(2), axis(1), constant(0), constant(0)});
 
-// A chunk-parallel XLA fusion over grid (B, H / hb, N), hb heads of one chunk per step.
-struct ChunkFusion {
+// An XLA fusion over hb heads per grid step: chunk-parallel over grid (B, H / hb, N) on
+// [B, N, H, ., .] arrays, or one while-loop iteration over grid (B, H / hb) on one chunk's
+// [B, H, ., .] slices.
+struct Fusion {
+  enum Over { chunks, iteration };
   KernelBuilder kb;
   GdnBuilder g;
   int64_t hb;
   const GdnShape& s;
-  ChunkFusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step)
+  Over over;
+  Fusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step, Over o)
       : kb(name + " (xla)", Origin::xla),
         g(kb, shape, Precision::highest),
         hb(heads_per_step),
-        s(shape) {
-    kb.grid({s.batch, s.heads / hb, s.chunks()}, {kPar, kPar, kPar});
+        s(shape),
+        over(o) {
+    if (over == chunks)
+      kb.grid({s.batch, s.heads / hb, s.chunks()}, {kPar, kPar, kPar});
+    else
+      kb.grid({s.batch, s.heads / hb}, {kPar, kPar});
   }
   ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) {
-    return g.chunk_input(n, rows, cols, t, hb, kPerChunk);
+    return over == chunks ? g.chunk_input(n, rows, cols, t, hb, kPerChunk)
+                          : g.head_input(n, rows, cols, t, hb);
   }
   void out(const std::string& n, ValueId v, int64_t rows, int64_t cols, DType t) {
-    kb.copy("store " + n, v, g.chunk_output(n, rows, cols, t, hb, kPerChunk));
+    kb.copy("store " + n, v,
+            over == chunks ? g.chunk_output(n, rows, cols, t, hb, kPerChunk)
+                           : g.head_output(n, rows, cols, t, hb));
   }
   ValueId dot(const std::string& n, ValueId a, ValueId b, DotDims d) {
     return kb.dot(n, a, b, DType::f32, d, Precision::highest);
@@ -37,32 +48,13 @@ struct ChunkFusion {
     return kb.elementwise(n, f, std::move(in), -1);
   }
 };
-
-// A per-iteration fusion of a while loop over all B * H heads of one chunk: grid (B, H / hb).
-struct IterationFusion {
-  KernelBuilder kb;
-  GdnBuilder g;
-  int64_t hb;
-  const GdnShape& s;
-  IterationFusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step)
-      : kb(name + " (xla)", Origin::xla),
-        g(kb, shape, Precision::highest),
-        hb(heads_per_step),
-        s(shape) {
-    kb.grid({s.batch, s.heads / hb}, {kPar, kPar});
-  }
-  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) {
-    return g.head_input(n, rows, cols, t, hb);
-  }
-  void out(const std::string& n, ValueId v, int64_t rows, int64_t cols, DType t) {
-    kb.copy("store " + n, v, g.head_output(n, rows, cols, t, hb));
-  }
-  ValueId dot(const std::string& n, ValueId a, ValueId b, DotDims d) {
-    return kb.dot(n, a, b, DType::f32, d, Precision::highest);
-  }
-  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) {
-    return kb.elementwise(n, f, std::move(in), -1);
-  }
+struct ChunkFusion : Fusion {
+  ChunkFusion(const std::string& name, const GdnShape& shape, int64_t hb)
+      : Fusion(name, shape, hb, chunks) {}
+};
+struct IterationFusion : Fusion {
+  IterationFusion(const std::string& name, const GdnShape& shape, int64_t hb)
+      : Fusion(name, shape, hb, iteration) {}
 };
 
 }  // namespace
