@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cfloat>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -315,6 +316,7 @@ int main(int argc, char** argv) {
   int frames_after_result = 0;
   bool have_result = false;
   int exit_code = 0;
+  double draw_ms = 0;
   while (!glfwWindowShouldClose(window)) {
     if (screenshot.empty()) glfwPollEvents();
     if (auto o = worker.take()) {
@@ -360,8 +362,16 @@ int main(int argc, char** argv) {
     }
     ImGui::EndChild();
     ImGui::BeginChild("timeline", ImVec2(0, 0), true);
-    ImGui::TextUnformatted("timeline (wheel: zoom, drag: pan, right-click: select grid step)");
-    if (shown.run) gui::draw_timeline(*shown.run, tl);
+    ImGui::Text(
+        "timeline (wheel: zoom, drag: pan, right-click: select grid step)   %zu events, drawn in "
+        "%.1f ms",
+        shown.run ? shown.run->events.size() : size_t{0}, draw_ms);
+    if (shown.run) {
+      const auto t0 = std::chrono::steady_clock::now();
+      gui::draw_timeline(*shown.run, tl);
+      draw_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
     ImGui::EndChild();
     ImGui::End();
     ImGui::Render();
@@ -373,6 +383,7 @@ int main(int argc, char** argv) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (!screenshot.empty() && have_result && !worker.busy() && !step_pending &&
         ++frames_after_result >= 3) {
+      std::fprintf(stderr, "timeline drawn in %.1f ms\n", draw_ms);
       if (!save_png(screenshot, fw, fh)) {
         std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", screenshot.c_str());
         exit_code = 2;
