@@ -158,6 +158,7 @@ nlohmann::json chrome_trace(const RunResult& r) {
     json args;
     if (e.item >= 0) {
       args["item"] = r.item_names[e.item];
+      args["stage"] = r.item_stages[e.item];
       const int k = r.item_kernel[e.item];
       if (e.step >= 0 && k >= 0) args["grid"] = unflatten(e.step, r.kernels[k].grid);
     }

@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "predict a training step from a scenario file");
   run_cmd->add_option("file", run_file, "scenario YAML")->required();
   run_cmd->add_option("--json", run_json, "write machine-readable results to FILE");
+  std::string run_trace;
+  run_cmd->add_option("--trace", run_trace,
+                      "write a Chrome trace of one layer of each kind and the logits (no "
+                      "optimizer, no collectives) to FILE");
 
   std::vector<std::string> validate_paths;
   std::string validate_json, validate_md;
@@ -350,6 +354,14 @@ int main(int argc, char** argv) {
       const StepPrediction p = predict_step(sc.step);
       OutputFiles files;
       if (!run_json.empty()) files.stage(run_json, step_json(sc, p).dump(2) + "\n");
+      if (!run_trace.empty()) {
+        ChipSpec chip = sc.step.chip;
+        chip.host_dispatch_s = 0;
+        files.stage(run_trace, chrome_trace(simulate(chip, one_of_each_part(sc.step),
+                                                     {.record_timeline = true}))
+                                       .dump() +
+                                   "\n");
+      }
       files.commit();
       std::cout << step_summary_text(sc, p);
     } else if (validate_cmd->parsed()) {

@@ -380,6 +380,22 @@ double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s) {
   return 3 * weights + 3 * (causal * La + gdn_core * Lg);
 }
 
+Program one_of_each_part(const StepConfig& c) {
+  check(c);
+  const Local l = local(c);
+  Program p;
+  p.name = "one layer of each kind, embedding and logits";
+  auto add = [&](const std::string& part, Program q) {  // stages become "part / stage"
+    for (ProgramItem& item : q.items)
+      item.stage = part + " / " + (item.stage.empty() ? item.name : item.stage);
+    p.append(q);
+  };
+  if (c.model.attention_layers() > 0) add("attention layer", attention_layer(c, l));
+  if (c.model.gdn_layers() > 0) add("gdn layer", gdn_layer(c, l));
+  add("embedding + logits", embedding_and_logits(c, l));
+  return p;
+}
+
 StepPrediction predict_step(const StepConfig& c) {
   check(c);
   const Local l = local(c);

@@ -14,6 +14,7 @@
 #include "kernels/gdn/layer.h"
 #include "models/workload/model_config.h"
 #include "sim/chip_spec.h"
+#include "sim/ir/program.h"
 #include "sim/timing/result.h"
 
 namespace tpusim {
@@ -74,6 +75,12 @@ struct StepPrediction {
 // Checks the configuration (mesh product, divisibility); throws Error naming what is wrong.
 void check(const StepConfig& c);
 StepPrediction predict_step(const StepConfig& c);
+
+// One layer of each kind and the embedding and logits, back to back, with stage labels
+// "part / stage": what `tpusim run --trace` records. Left out: the collectives (accounted
+// analytically in predict_step) and the AdamW update, a single HBM-bound pass over the local
+// parameters whose ~10^6 small grid steps would dominate the trace file.
+Program one_of_each_part(const StepConfig& c);
 
 // MaxText's calculate_tflops_training_per_device (xla_lowering.md 4.2), in FLOPs per device.
 double maxtext_flops_per_device(const ModelConfig& m, int64_t batch_per_chip, int64_t seq);

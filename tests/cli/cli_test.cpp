@@ -200,6 +200,22 @@ TEST_F(Cli, RunPrintsTheStepAndWritesJson) {
               1e-6);
 }
 
+TEST_F(Cli, RunTraceHoldsOneLayerOfEachKind) {
+  std::ofstream(path("small.yaml"))
+      << "chip: v5e\nchips: 8\nmodel: b1-dense-gdn\nseq: 1024\nbatch_per_chip: 1\n"
+         "gdn: {build: ladder, chunk: 128}\n";
+  const CmdResult r = run(fmt::format("run {} --trace {}", path("small.yaml"), path("t.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto t = nlohmann::json::parse(slurp(path("t.json")));
+  std::set<std::string> stages;
+  for (const auto& e : t["traceEvents"])
+    if (e.contains("args") && e["args"].contains("stage")) stages.insert(e["args"]["stage"]);
+  for (const char* st :
+       {"attention layer / fwd: attention", "gdn layer / fwd: scan", "gdn layer / fwd: inversion",
+        "gdn layer / bwd: mlp", "embedding + logits / fwd: logits"})
+    EXPECT_TRUE(stages.count(st)) << st;
+}
+
 TEST_F(Cli, ValidateWritesRowsAndTheReport) {
   const CmdResult r =
       run(fmt::format("validate {}/scenarios/calibration/c3 --json {} --markdown {}",
