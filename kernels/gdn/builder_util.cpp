@@ -58,4 +58,14 @@ ValueId GdnBuilder::decay(ValueId g, int64_t th) {
   return b_.mask("decay", b_.elementwise("exp", EwFn::exp, {inside}, -1), MaskKind::lower);
 }
 
+GdnBuilder::ChunkEndDecay GdnBuilder::chunk_end_decay(ValueId g, ValueId k) {
+  ChunkEndDecay d;
+  d.g_last = b_.slice("g_last", g, 1, s_.chunk - 1, 1);
+  d.gamma = b_.elementwise("gamma = exp(g_last)", EwFn::exp, {d.g_last}, -1);
+  d.dvec = b_.elementwise("exp(g_last - g)", EwFn::exp,
+                          {b_.elementwise("g_last - g", EwFn::sub, {d.g_last, g}, -1)}, -1);
+  d.kd = b_.elementwise("kd = k * exp(g_last - g)", EwFn::mul, {k, d.dvec}, -1);
+  return d;
+}
+
 }  // namespace tpusim::kernels::gdn

@@ -58,6 +58,13 @@ class GdnBuilder {
   // The decay matrix: where(tril, exp(where(tril, g_i - g_j, 0)), 0) from g [th, C, 1].
   ValueId decay(ValueId g, int64_t th);
 
+  // The end-of-chunk decays from g [th, C, 1] and k [th, C, Dk]: g_last [th, 1, 1],
+  // gamma = exp(g_last), dvec = exp(g_last - g) and kd = k * dvec.
+  struct ChunkEndDecay {
+    ValueId g_last, gamma, dvec, kd;
+  };
+  ChunkEndDecay chunk_end_decay(ValueId g, ValueId k);
+
   KernelBuilder& k() { return b_; }
 
  private:

@@ -55,12 +55,7 @@ std::shared_ptr<const Kernel> scan_forward(const GdnShape& s, const ScanOptions&
   const ValueId sv = g.bdot("s v_new", sm, v_new, nn());
   kb.copy("o = o_inter + s v_new",
           kb.elementwise("o_inter + s v_new", EwFn::add, {o_inter, sv}, -1), o_out);
-  const ValueId g_last = kb.slice("g_last", gc, 1, C - 1, 1);
-  const ValueId gamma = kb.elementwise("gamma = exp(g_last)", EwFn::exp, {g_last}, -1);
-  const ValueId dvec =
-      kb.elementwise("exp(g_last - g)", EwFn::exp,
-                     {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
-  const ValueId kd = kb.elementwise("kd = k * exp(g_last - g)", EwFn::mul, {k, dvec}, -1);
+  const auto [g_last, gamma, dvec, kd] = g.chunk_end_decay(gc, k);
   const ValueId update = g.bdot("kd^T v_new", kd, v_new, tn());
   const ValueId decayed = kb.elementwise("gamma h", EwFn::mul, {h, gamma}, -1);
   kb.elementwise("h = gamma h + kd^T v_new", EwFn::add, {decayed, update}, h);
@@ -101,12 +96,7 @@ std::shared_ptr<const Kernel> scan_backward(const GdnShape& s, const ScanOptions
   const ValueId q_g = kb.elementwise("q_g", EwFn::mul, {q, e}, -1);
   const ValueId v_prime = g.bdot("w h", w, h, nn());
   const ValueId v_new = kb.elementwise("v_new", EwFn::sub, {u, v_prime}, -1);
-  const ValueId g_last = kb.slice("g_last", gc, 1, C - 1, 1);
-  const ValueId gamma = kb.elementwise("gamma", EwFn::exp, {g_last}, -1);
-  const ValueId dvec =
-      kb.elementwise("exp(g_last - g)", EwFn::exp,
-                     {kb.elementwise("g_last - g", EwFn::sub, {g_last, gc}, -1)}, -1);
-  const ValueId kd = kb.elementwise("kd", EwFn::mul, {k, dvec}, -1);
+  const auto [g_last, gamma, dvec, kd] = g.chunk_end_decay(gc, k);
 
   // The dh chain first: dh_next -> kd dh_next -> (+ s^T do) -> w^T dv_new -> dh.
   const ValueId dv_state = g.bdot("kd dh", kd, dh, nn());

@@ -335,15 +335,10 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
     const ValueId h = f.in("h", Dk, Dv, f32), k = f.in("k[n]", C, Dk, cd),
                   g = f.in("g[n]", C, 1, f32);
     const ValueId v_new = f.in("v_new", C, Dv, f32);
-    const ValueId g_last = f.kb.slice("g_last", g, 1, C - 1, 1);
-    const ValueId kd =
-        f.ew("k e^(g_last - g)", EwFn::mul,
-             {k, f.kb.elementwise("e^(g_last - g)", EwFn::exp,
-                                  {f.ew("g_last - g", EwFn::sub, {g_last, g})}, -1)});
+    const auto [g_last, gamma, dvec, kd] = f.g.chunk_end_decay(g, k);
     const ValueId h_new =
         f.ew("h_new", EwFn::add,
-             {f.ew("h gamma", EwFn::mul, {h, f.kb.elementwise("gamma", EwFn::exp, {g_last}, -1)}),
-              f.dot("kd^T v_new", kd, v_new, tn())});
+             {f.ew("h gamma", EwFn::mul, {h, gamma}), f.dot("kd^T v_new", kd, v_new, tn())});
     f.out("h", h_new, Dk, Dv, f32);
     if (save_residuals) f.out("res kd", kd, C, Dk, f32);
     return f.kb.build();
