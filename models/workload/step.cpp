@@ -412,8 +412,10 @@ StepPrediction predict_step(const StepConfig& c) {
           m.attention_layer_params());
   if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params());
   StepPart emb = simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l));
-  add_layer_collectives(c, emb, m.embedding_params(), 0.3);
-  emb.exposed_s = emb.collective_s;  // nothing to hide the first and last gathers behind
+  // Nothing hides the embedding's first gather and last scatter: all of it is exposed, so the
+  // forward share that splits the overlap does not matter here.
+  add_layer_collectives(c, emb, m.embedding_params(), /*fwd_share=*/0);
+  emb.exposed_s = emb.collective_s;
   out.parts.push_back(emb);
   out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c)));
   if (c.mesh.data > 1) {
