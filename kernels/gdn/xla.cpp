@@ -218,18 +218,16 @@ std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
   });
 }
 
-Program xla_solve_triangular(const GdnShape& s) {
+namespace {
+
+// The expander's three steps with chunk tiles of tb chunks x hb heads per grid step.
+Program solve_triangular_tiled(const GdnShape& s, int64_t tb, int64_t hb) {
   const int64_t C = s.chunk, N = s.chunks();
-  // The row step holds the most per chunk tile (the carry, its product, the row tiles).
-  int64_t tb = 1;
-  for (int64_t t : {8, 4, 2})
-    if (N % t == 0 && t * C * C * 4 * 4 <= kXlaVmemBudget) {
-      tb = t;
-      break;
-    }
-  const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, 1, C, C}, view{tb, C, C};
+  const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, hb, C, C}, view{tb * hb, C, C};
   const IndexMap tiles({axis(0), axis(2), axis(1), constant(0), constant(0)});
-  auto grid = [&](KernelBuilder& kb) { kb.grid({s.batch, s.heads, N / tb}, {kPar, kPar, kPar}); };
+  auto grid = [&](KernelBuilder& kb) {
+    kb.grid({s.batch, s.heads / hb, N / tb}, {kPar, kPar, kPar});
+  };
   Program p;
   p.name = "solve_triangular";
   {
@@ -249,16 +247,16 @@ Program xla_solve_triangular(const GdnShape& s) {
     // update) moves as the 8-row tile that holds it; the whole [C, C] carry is read.
     KernelBuilder kb("solve row step (xla)", Origin::xla);
     grid(kb);
-    const Shape row_arr{s.batch, N, s.heads, kSublanes, C}, row_blk{1, tb, 1, kSublanes, C};
+    const Shape row_arr{s.batch, N, s.heads, kSublanes, C}, row_blk{1, tb, hb, kSublanes, C};
     const ValueId x = kb.reshape("x", kb.input({"x", arr, DType::f32}, blk, tiles), view);
     const ValueId rows =
         kb.reshape("a rows", kb.input({"a row tile", row_arr, DType::f32}, row_blk, tiles),
-                   {tb, kSublanes, C});
-    const ValueId row_t = kb.reshape("a[j]^T", kb.slice("a[j]", rows, 1, 0, 1), {tb, C, 1});
+                   {tb * hb, kSublanes, C});
+    const ValueId row_t = kb.reshape("a[j]^T", kb.slice("a[j]", rows, 1, 0, 1), {tb * hb, C, 1});
     const ValueId prod =
         kb.reduce("a[j] . x", kb.elementwise("a[j]^T * x", EwFn::mul, {row_t, x}, -1), {1});
-    const ValueId upd =
-        kb.mask("row j", kb.scale("-", prod, -1.0), MaskKind::last_row, 0, 0, {tb, kSublanes, C});
+    const ValueId upd = kb.mask("row j", kb.scale("-", prod, -1.0), MaskKind::last_row, 0, 0,
+                                {tb * hb, kSublanes, C});
     kb.copy("x[j] = update (in place)", upd,
             kb.output({"x row tile", row_arr, DType::f32}, row_blk, tiles));
     p.add_loop("solve row loop", {kb.build()}, C - 1);
@@ -274,6 +272,38 @@ Program xla_solve_triangular(const GdnShape& s) {
     p.add_kernel(kb.build());
   }
   return p;
+}
+
+bool fits_xla_budget(const Program& p) {
+  auto fits = [](const Kernel& k) { return vmem_usage(k).total_bytes <= kXlaVmemBudget; };
+  for (const ProgramItem& item : p.items) {
+    if (const auto* call = std::get_if<KernelCall>(&item.what); call && !fits(*call->kernel))
+      return false;
+    if (const auto* loop = std::get_if<Loop>(&item.what))
+      for (const auto& k : loop->body)
+        if (!fits(*k)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Program xla_solve_triangular(const GdnShape& s) {
+  // Like every XLA fusion, the tiles are as large as the scoped VMEM allows (chunks first, then
+  // heads): small tiles would leave each iteration's 8.5 GB carry stream latency-bound.
+  const int64_t N = s.chunks();
+  int64_t tb = 1;
+  for (int64_t t : {8, 4, 2})
+    if (N % t == 0) {
+      tb = t;
+      break;
+    }
+  for (int64_t hb : {8, 4, 2})
+    if (s.heads % hb == 0) {
+      Program p = solve_triangular_tiled(s, tb, hb);
+      if (fits_xla_budget(p)) return p;
+    }
+  return solve_triangular_tiled(s, tb, 1);
 }
 
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {

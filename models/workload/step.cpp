@@ -215,25 +215,27 @@ MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, 
   return a;
 }
 
+// `in_backward`: whether the part's items other than those of a "fwd" stage run in the backward
+// pass (layers, logits) or after it (the optimizer).
 StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count,
-                       const Program& p, double* forward_share = nullptr) {
+                       const Program& p, bool in_backward) {
   ChipSpec chip = c.chip;
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
-  if (forward_share) {
-    int64_t fwd = 0, all = 0;
-    for (size_t i = 0; i < r.item_cycles.size(); ++i) {
-      all += r.item_cycles[i];
-      if (r.item_stages[i].rfind("fwd", 0) == 0) fwd += r.item_cycles[i];
-    }
-    *forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
+  int64_t fwd = 0, all = 0;
+  for (size_t i = 0; i < r.item_cycles.size(); ++i) {
+    all += r.item_cycles[i];
+    if (r.item_stages[i].rfind("fwd", 0) == 0) fwd += r.item_cycles[i];
   }
+  const double forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
   StepPart part;
   part.name = name;
   part.count = count;
   part.compute_s = r.time_s;
   part.flops = static_cast<double>(r.flops);
   for (int i = 0; i < kNumCauses; ++i) part.time_s[i] = chip.cycles_to_s(r.time[i]);
+  part.forward_s = r.time_s * forward_share;
+  part.backward_s = in_backward ? r.time_s - part.forward_s : 0;
   return part;
 }
 
@@ -241,8 +243,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
 // and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
 // of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
 // backward).
-void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params,
-                           double fwd_share) {
+void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params) {
   const Local l = local(c);
   double exposed = 0, total = 0;
   if (c.mesh.fsdp > 1) {
@@ -251,8 +252,7 @@ void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_pa
                   bytes_f32 = layer_params / c.mesh.tensor * 4;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
     const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_f32, fsdp});
-    const double fwd = part.compute_s * fwd_share, bwd = part.compute_s - fwd;
-    exposed += std::max(0.0, ag - fwd) + std::max(0.0, ag + rs - bwd);
+    exposed += std::max(0.0, ag - part.forward_s) + std::max(0.0, ag + rs - part.backward_s);
     total += 2 * ag + rs;
   }
   if (c.mesh.tensor > 1) {
@@ -402,30 +402,30 @@ StepPrediction predict_step(const StepConfig& c) {
   const ModelConfig& m = c.model;
   StepPrediction out;
   auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params) {
-    double fwd_share = 0;
-    StepPart part = simulate_part(c, name, count, p, &fwd_share);
-    add_layer_collectives(c, part, params, fwd_share);
+    StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
+    add_layer_collectives(c, part, params);
     out.parts.push_back(part);
   };
   if (m.attention_layers() > 0)
     layer("attention layer", m.attention_layers(), attention_layer(c, l),
           m.attention_layer_params());
   if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params());
-  StepPart emb = simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l));
-  // Nothing hides the embedding's first gather and last scatter: all of it is exposed, so the
-  // forward share that splits the overlap does not matter here.
-  add_layer_collectives(c, emb, m.embedding_params(), /*fwd_share=*/0);
+  StepPart emb =
+      simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l), /*in_backward=*/true);
+  // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
+  add_layer_collectives(c, emb, m.embedding_params());
   emb.exposed_s = emb.collective_s;
   out.parts.push_back(emb);
-  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c)));
+  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c), /*in_backward=*/false));
   if (c.mesh.data > 1) {
     StepPart dcn;
     dcn.name = "data-parallel gradient all-reduce (DCN)";
     const MeshAxis axis{"data", c.mesh.data, false, 1, true};
     dcn.collective_s = collective_seconds(
         c.chip, {CollectiveKind::all_reduce, 4 * m.params() / (c.mesh.fsdp * c.mesh.tensor), axis});
+    // XLA's data-parallel all-reduce pipelining overlaps it with the backward pass only.
     double backward = 0;
-    for (const StepPart& p : out.parts) backward += 0.7 * p.compute_s * p.count;
+    for (const StepPart& p : out.parts) backward += p.backward_s * p.count;
     dcn.exposed_s = std::max(0.0, dcn.collective_s - backward);
     out.parts.push_back(dcn);
   }

@@ -50,6 +50,8 @@ struct StepPart {
   double compute_s = 0;     // per instance
   double collective_s = 0;  // per instance, overlappable
   double exposed_s = 0;     // per instance: collectives not hidden + critical-path collectives
+  double forward_s = 0;     // per instance: compute of the forward pass ("fwd" stages)
+  double backward_s = 0;    // per instance: compute of the backward pass (recompute included)
   std::array<double, kNumCauses> time_s{};  // per instance, by cause (compute only)
   double flops = 0;                         // per instance, executed (algorithmic)
 };

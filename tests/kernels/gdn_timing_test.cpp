@@ -110,6 +110,20 @@ TEST(GdnTiming, LadderHasLogDepthWhereTheSolveHasARowLoop) {
   EXPECT_LT(simulate_kernel(chip, ladder).time_s, 0.25 * simulate(chip, solve).time_s);
 }
 
+TEST(GdnTiming, SolveRowLoopStreamsTheCarryNearTheHbmFloor) {
+  // xla_lowering.md 6.1: each of the C - 1 row steps reads the whole [B N H, C, C] f32 carry,
+  // 64 MiB at C1's shape, so the loop takes at least 127 x 64 MiB / 819 GB/s = 10.4 ms on v5e.
+  // With XLA-sized tiles the DMA latency is amortised and the loop stays within 25% of that.
+  const ChipSpec chip = load_chip("v5e");
+  const double carry = 1.0 * 32 * 32 * 128 * 128 * 4, floor_s = 127 * carry / 819e9;
+  const RunResult r = simulate(chip, g::xla_solve_triangular(kC1));
+  double loop_s = 0;
+  for (size_t i = 0; i < r.item_stages.size(); ++i)
+    if (r.item_stages[i] == "solve row loop") loop_s += r.item_cycles[i] / chip.clock_hz;
+  EXPECT_GT(loop_s, floor_s);
+  EXPECT_LT(loop_s, 1.25 * floor_s);
+}
+
 TEST(GdnTiming, KnobSweepRunsOrReportsVmemOnEveryChip) {
   for (const char* name : {"v5e", "v6e", "v5p"}) {
     const ChipSpec chip = load_chip(name);
