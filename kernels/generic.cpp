@@ -11,6 +11,8 @@ namespace {
 constexpr auto kPar = DimSemantics::parallel;
 constexpr auto kArb = DimSemantics::arbitrary;
 
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
 std::shared_ptr<const Kernel> matmul_nest(std::string name, Origin origin, const MatmulShape& s) {
   for (auto [dim, block, label] : {std::tuple{s.m, s.bm, "m"}, {s.k, s.bk, "k"}, {s.n, s.bn, "n"}})
     if (block < 1 || dim < 1 || dim % block != 0)
@@ -40,27 +42,36 @@ std::shared_ptr<const Kernel> pallas_matmul(const MatmulShape& s) {
 
 std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
                                       DType dtype) {
+  // Tiles need not divide the operands: XLA pads them to a tile multiple (the last tile is
+  // partial), so an awkward dimension such as a 128256-entry vocabulary still gets wide tiles.
   auto candidates = [](int64_t dim) {
     std::vector<int64_t> c;
-    for (int64_t t = 128; t <= 2048; t *= 2)
-      if (t <= dim && dim % t == 0) c.push_back(t);
+    for (int64_t t = 128; t <= 2048 && t <= round_up(dim, 128); t *= 2) c.push_back(t);
     if (c.empty()) c.push_back(dim);
     return c;
   };
+  const int64_t elem = byte_size(dtype);
   MatmulShape best;
-  double best_traffic = 0;
+  double best_time = 0, best_traffic = 0;
   for (int64_t bm : candidates(m))
     for (int64_t bn : candidates(n))
       for (int64_t bk : candidates(k)) {
-        MatmulShape s{m, k, n, bm, bk, bn, dtype};
+        const int64_t pm = round_up(m, bm), pn = round_up(n, bn), pk = round_up(k, bk);
+        MatmulShape s{pm, pk, pn, bm, bk, bn, dtype};
         const auto kernel = matmul_nest("xla dot", Origin::xla, s);
         if (vmem_usage(*kernel).total_bytes > chip.scoped_vmem_bytes) continue;
+        // A roofline estimate, as XLA's tiling cost model makes: padded MXU work against the
+        // operand traffic (x is re-read per column tile, y per row tile).
         const double traffic =
-            static_cast<double>(m) * k * (n / bn) + static_cast<double>(k) * n * (m / bm);
-        const bool better =
-            best.m == 0 || traffic < best_traffic || (traffic == best_traffic && bk > best.bk);
+            elem * (static_cast<double>(pm) * pk * (pn / bn) + static_cast<double>(pk) * pn * (pm / bm));
+        const double time = std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops,
+                                     traffic / chip.hbm_bytes_per_s);
+        const bool better = best.m == 0 || time < best_time ||
+                            (time == best_time && (traffic < best_traffic ||
+                                                   (traffic == best_traffic && bk > best.bk)));
         if (better) {
           best = s;
+          best_time = time;
           best_traffic = traffic;
         }
       }
