@@ -17,11 +17,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "app/scenario.h"
+#include "app/step_report.h"
 #include "gui/timeline_view.h"
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/layer.h"
@@ -42,26 +44,40 @@ const char* kKernels[] = {"matmul",     "gdn-scan-fwd",         "gdn-scan-bwd",
                           "gdn-invert", "gdn-solve-triangular", "gdn-layer"};
 const char* kChips[] = {"v5e", "v6e", "v5p"};
 const char* kBuilds[] = {"main", "scan", "heads", "ladder"};
+// Errors within this are shown green in the predicted-against-measured table (the bar the
+// calibration rows are held to, issue 4).
+constexpr double kCloseErrorPct = 10;
 
 struct Knobs {
   int kernel = 1, chip = 0, build = 3;
-  int batch = 1, seq = 4096, heads = 32, chunk = 128, head_tile = 8, tile_n = 8;
+  int batch = 1, seq = 4096, heads = 32, chunk = 128, head_tile = 8, head_tile_bwd = 4, tile_n = 8;
   int m = 4096, bm = 512, bk = 1024, bn = 1024;
+  int compare = -1, compare_build = 0;  // a second kernel (and GDN build) on the same axis
   bool operator==(const Knobs&) const = default;
 };
 
+// One simulated schedule with its lane index for the timeline.
+struct Shown {
+  std::string what;
+  RunResult run;
+  std::vector<gui::LaneIndex> lanes;
+};
+
 struct Outcome {
-  std::optional<RunResult> run;
+  std::optional<Shown> run, compare;
   std::optional<StepPrediction> step;
+  std::vector<ValidationRow> validation;  // predicted against the scenario's measured values
   std::string error, what;
   double peak_flops = 0;
   bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
 };
 
-// Runs simulations one at a time on a worker thread (SystemC's kernel is global): the newest
-// request replaces any waiting one, so dragging a knob never queues up stale runs.
+// Runs simulations one at a time on a worker thread (SystemC's kernel is global). There is one
+// waiting slot per kind of job (knobs, scenario file): the newest request replaces the waiting
+// one of its kind, so dragging a knob never queues up stale runs nor drops an opened file.
 class Worker {
  public:
+  enum Slot { knobs, scenario, slots };
   Worker() : thread_([this] { loop(); }) {}
   ~Worker() {
     {
@@ -71,10 +87,10 @@ class Worker {
     cv_.notify_all();
     thread_.join();
   }
-  void submit(std::function<Outcome()> job) {
+  void submit(Slot slot, std::function<Outcome()> job) {
     {
       std::lock_guard<std::mutex> l(m_);
-      pending_ = std::move(job);
+      pending_[slot] = std::move(job);
       busy_ = true;
     }
     cv_.notify_all();
@@ -82,67 +98,88 @@ class Worker {
   bool busy() const { return busy_; }
   std::optional<Outcome> take() {
     std::lock_guard<std::mutex> l(m_);
-    std::optional<Outcome> o = std::move(done_);
-    done_.reset();
+    if (done_.empty()) return std::nullopt;
+    Outcome o = std::move(done_.front());
+    done_.erase(done_.begin());
     return o;
   }
 
  private:
+  bool any_pending() const { return pending_[0] || pending_[1]; }
   void loop() {
     for (;;) {
       std::function<Outcome()> job;
       {
         std::unique_lock<std::mutex> l(m_);
-        cv_.wait(l, [&] { return stop_ || pending_; });
+        cv_.wait(l, [&] { return stop_ || any_pending(); });
         if (stop_) return;
-        job = std::move(pending_);
-        pending_ = nullptr;
+        auto& next = pending_[0] ? pending_[0] : pending_[1];
+        job = std::move(next);
+        next = nullptr;
       }
       Outcome o = job();
       std::lock_guard<std::mutex> l(m_);
-      done_ = std::move(o);
-      busy_ = static_cast<bool>(pending_);
+      done_.push_back(std::move(o));
+      busy_ = any_pending();
     }
   }
   std::mutex m_;
   std::condition_variable cv_;
-  std::function<Outcome()> pending_;
-  std::optional<Outcome> done_;
+  std::function<Outcome()> pending_[slots];
+  std::vector<Outcome> done_;
   std::atomic<bool> busy_{false};
   bool stop_ = false;
   std::thread thread_;
 };
+
+Program program_for(int kernel, int build, const Knobs& k) {
+  const g::GdnShape s{
+      .batch = k.batch, .seq = k.seq, .heads = k.heads, .dk = 128, .dv = 128, .chunk = k.chunk};
+  Program p;
+  switch (kernel) {
+    case 0:
+      p.add_kernel(kernels::pallas_matmul({k.m, k.m, k.m, k.bm, k.bk, k.bn}));
+      break;
+    case 1:
+      p.add_kernel(g::scan_forward(s, {k.head_tile}));
+      break;
+    case 2:
+      p.add_kernel(g::scan_backward(s, {k.head_tile_bwd}));
+      break;
+    case 3:
+      p.add_kernel(g::invert_ladder(s, k.tile_n));
+      break;
+    case 4:
+      p = g::xla_solve_triangular(s);
+      break;
+    default:
+      p = g::layer_core(s,
+                        {g::parse_build(kBuilds[build]), k.head_tile, k.head_tile_bwd, k.tile_n});
+  }
+  return p;
+}
+
+std::string label_of(int kernel, int build) {
+  return kernel == 5 ? std::string(kKernels[kernel]) + " (" + kBuilds[build] + ")"
+                     : kKernels[kernel];
+}
+
+Shown simulate_one(const ChipSpec& chip, int kernel, int build, const Knobs& k) {
+  Shown s{label_of(kernel, build),
+          simulate(chip, program_for(kernel, build, k), {.record_timeline = true}),
+          {}};
+  s.lanes = gui::index_lanes(s.run);
+  return s;
+}
 
 Outcome simulate_knobs(const Knobs& k) {
   Outcome o;
   try {
     const ChipSpec chip = load_chip(kChips[k.chip]);
     o.peak_flops = chip.peak_bf16_flops;
-    g::GdnShape s{
-        .batch = k.batch, .seq = k.seq, .heads = k.heads, .dk = 128, .dv = 128, .chunk = k.chunk};
-    Program p;
-    switch (k.kernel) {
-      case 0:
-        p.add_kernel(kernels::pallas_matmul({k.m, k.m, k.m, k.bm, k.bk, k.bn}));
-        break;
-      case 1:
-        p.add_kernel(g::scan_forward(s, {k.head_tile}));
-        break;
-      case 2:
-        p.add_kernel(g::scan_backward(s, {k.head_tile}));
-        break;
-      case 3:
-        p.add_kernel(g::invert_ladder(s, k.tile_n));
-        break;
-      case 4:
-        p = g::xla_solve_triangular(s);
-        break;
-      default:
-        p = g::layer_core(s,
-                          {g::parse_build(kBuilds[k.build]), k.head_tile, k.head_tile, k.tile_n});
-    }
-    o.what = kKernels[k.kernel];
-    o.run = simulate(chip, p, {.record_timeline = true});
+    o.what = label_of(k.kernel, k.build);
+    o.run = simulate_one(chip, k.kernel, k.build, k);
+    if (k.compare >= 0) o.compare = simulate_one(chip, k.compare, k.compare_build, k);
   } catch (const std::exception& e) {
     o.error = e.what();
   }
@@ -155,6 +192,7 @@ Outcome simulate_scenario(const std::string& file) {
   try {
     const Scenario s = load_scenario(file);
     o.step = predict_step(s.step);
+    o.validation = validation_rows(s, *o.step);
     o.what = s.name;
     o.peak_flops = s.step.chip.peak_bf16_flops;
   } catch (const std::exception& e) {
@@ -174,11 +212,20 @@ bool knobs_panel(Knobs& k) {
     ImGui::InputInt("bn", &k.bn, 128);
   } else {
     if (k.kernel == 5) ImGui::Combo("build", &k.build, kBuilds, IM_ARRAYSIZE(kBuilds));
+    // "compare with": none or any kernel (a GDN layer in another build), on one time axis.
+    int compare = k.compare + 1;
+    const char* options[IM_ARRAYSIZE(kKernels) + 1] = {"(none)"};
+    for (int i = 0; i < IM_ARRAYSIZE(kKernels); ++i) options[i + 1] = kKernels[i];
+    ImGui::Combo("compare with", &compare, options, IM_ARRAYSIZE(options));
+    k.compare = compare - 1;
+    if (k.compare == 5)
+      ImGui::Combo("compare build", &k.compare_build, kBuilds, IM_ARRAYSIZE(kBuilds));
     ImGui::InputInt("batch", &k.batch);
     ImGui::InputInt("seq", &k.seq, 1024);
     ImGui::InputInt("heads", &k.heads);
     ImGui::InputInt("chunk", &k.chunk, 64);
-    ImGui::SliderInt("head tile", &k.head_tile, 1, 16);
+    if (k.kernel != 2) ImGui::SliderInt("head tile", &k.head_tile, 1, 16);
+    if (k.kernel == 2 || k.kernel == 5) ImGui::SliderInt("bwd head tile", &k.head_tile_bwd, 1, 16);
     ImGui::SliderInt("tile_n", &k.tile_n, 1, 8);
   }
   return !(before == k);
@@ -192,9 +239,15 @@ void totals_panel(const Outcome& o) {
     return;
   }
   if (o.run) {
-    const RunResult& r = *o.run;
+    const RunResult& r = o.run->run;
     ImGui::Text("%s on %s: %.4f ms, %.1f TFLOP/s (%.1f%% of peak)", o.what.c_str(), r.chip.c_str(),
                 r.time_s * 1e3, r.flops / r.time_s / 1e12, 100 * r.flops / r.time_s / o.peak_flops);
+    if (o.compare) {
+      const RunResult& c = o.compare->run;
+      ImGui::Text("compared with %s: %.4f ms, %.1f TFLOP/s  (%.2fx the first)",
+                  o.compare->what.c_str(), c.time_s * 1e3, c.flops / c.time_s / 1e12,
+                  c.time_s / r.time_s);
+    }
     // Stall breakdown bar: TensorCore 0's time by cause.
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p = ImGui::GetCursorScreenPos();
@@ -218,14 +271,19 @@ void totals_panel(const Outcome& o) {
         ImGui::SameLine();
       }
     ImGui::NewLine();
-    for (const KernelStats& k : r.kernels) {
-      const float frac =
-          static_cast<float>(k.vmem.total_bytes) / static_cast<float>(k.vmem_limit_bytes);
-      ImGui::ProgressBar(
-          frac, ImVec2(220, 0),
-          (format_bytes(k.vmem.total_bytes) + " / " + format_bytes(k.vmem_limit_bytes)).c_str());
-      ImGui::SameLine();
-      ImGui::Text("VMEM %s", k.name.c_str());
+    // Per-kernel VMEM, folded away for programs of many kernels so the step panel stays visible.
+    ImGui::SetNextItemOpen(r.kernels.size() <= 4, ImGuiCond_Appearing);
+    if (ImGui::TreeNode("vmem", "VMEM per kernel (%zu kernels)", r.kernels.size())) {
+      for (const KernelStats& k : r.kernels) {
+        const float frac =
+            static_cast<float>(k.vmem.total_bytes) / static_cast<float>(k.vmem_limit_bytes);
+        ImGui::ProgressBar(
+            frac, ImVec2(220, 0),
+            (format_bytes(k.vmem.total_bytes) + " / " + format_bytes(k.vmem_limit_bytes)).c_str());
+        ImGui::SameLine();
+        ImGui::Text("VMEM %s", k.name.c_str());
+      }
+      ImGui::TreePop();
     }
   }
   if (o.step) {
@@ -240,7 +298,62 @@ void totals_panel(const Outcome& o) {
     for (const StepPart& part : s.parts)
       ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
                   static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
+    if (!o.validation.empty() &&
+        ImGui::BeginTable("validation", 4,
+                          ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+      for (const char* h : {"metric", "predicted", "measured", "error"}) ImGui::TableSetupColumn(h);
+      ImGui::TableHeadersRow();
+      for (const ValidationRow& v : o.validation) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(v.metric.c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.6g", v.predicted);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.6g", v.measured);
+        ImGui::TableNextColumn();
+        const bool close = std::abs(v.error_pct()) <= kCloseErrorPct;
+        ImGui::TextColored(close ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.55f, 0.4f, 1),
+                           "%+.1f%%", v.error_pct());
+      }
+      ImGui::EndTable();
+    }
   }
+}
+
+// A small file browser in a popup: folders and *.yaml files of the current directory. Returns
+// true with `file` set when a scenario file was picked.
+bool open_scenario_popup(std::filesystem::path& dir, std::string& file) {
+  namespace fs = std::filesystem;
+  bool picked = false;
+  if (ImGui::BeginPopup("open scenario")) {
+    ImGui::TextUnformatted(dir.string().c_str());
+    ImGui::BeginChild("files", ImVec2(520, 360), true);
+    if (ImGui::Selectable("../")) dir = dir.parent_path();
+    std::vector<fs::directory_entry> entries;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_directory() || e.path().extension() == ".yaml") entries.push_back(e);
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+      return std::pair(!a.is_directory(), a.path().filename()) <
+             std::pair(!b.is_directory(), b.path().filename());
+    });
+    if (ec) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ec.message().c_str());
+    for (const auto& e : entries) {
+      const std::string name = e.path().filename().string() + (e.is_directory() ? "/" : "");
+      if (!ImGui::Selectable(name.c_str())) continue;
+      if (e.is_directory()) {
+        dir = e.path();
+      } else {
+        file = e.path().string();
+        picked = true;
+        ImGui::CloseCurrentPopup();
+      }
+    }
+    ImGui::EndChild();
+    ImGui::EndPopup();
+  }
+  return picked;
 }
 
 bool save_png(const std::string& path, int w, int h) {
@@ -264,7 +377,12 @@ int main(int argc, char** argv) {
                  "matmul, gdn-scan-fwd, gdn-scan-bwd, gdn-invert, gdn-solve-triangular, gdn-layer");
   app.add_option("--chip", chip_name, "v5e, v6e or v5p");
   app.add_option("--build", build_name, "GDN build for gdn-layer");
-  app.add_option("--head-tile", knobs.head_tile, "heads per scan grid cell");
+  std::string compare_name, compare_build_name = "main";
+  app.add_option("--compare", compare_name,
+                 "a second kernel drawn under the first on the same time axis");
+  app.add_option("--compare-build", compare_build_name, "GDN build of the compared gdn-layer");
+  app.add_option("--head-tile", knobs.head_tile, "heads per scan forward grid cell");
+  app.add_option("--head-tile-bwd", knobs.head_tile_bwd, "heads per scan backward grid cell");
   app.add_option("--tile-n", knobs.tile_n, "chunk tiles per inversion grid cell");
   app.add_option("--seq", knobs.seq, "sequence length");
   app.add_option("--chunk", knobs.chunk, "chunk size");
@@ -280,8 +398,14 @@ int main(int argc, char** argv) {
   knobs.kernel = index_of(kKernels, IM_ARRAYSIZE(kKernels), kernel_name);
   knobs.chip = index_of(kChips, IM_ARRAYSIZE(kChips), chip_name);
   knobs.build = index_of(kBuilds, IM_ARRAYSIZE(kBuilds), build_name);
-  if (knobs.kernel < 0 || knobs.chip < 0 || knobs.build < 0) {
-    std::fprintf(stderr, "tpusim-gui: error: unknown --kernel, --chip or --build\n");
+  knobs.compare_build = index_of(kBuilds, IM_ARRAYSIZE(kBuilds), compare_build_name);
+  if (!compare_name.empty())
+    knobs.compare = index_of(kKernels, IM_ARRAYSIZE(kKernels), compare_name);
+  if (knobs.kernel < 0 || knobs.chip < 0 || knobs.build < 0 || knobs.compare_build < 0 ||
+      (!compare_name.empty() && knobs.compare < 0)) {
+    std::fprintf(stderr,
+                 "tpusim-gui: error: unknown --kernel, --chip, --build, --compare or "
+                 "--compare-build\n");
     return 2;
   }
 
@@ -311,10 +435,11 @@ int main(int argc, char** argv) {
   Worker worker;
   Outcome shown, step_shown;
   gui::TimelineState tl;
-  worker.submit([k = knobs] { return simulate_knobs(k); });
-  bool step_pending = !file.empty();
+  worker.submit(Worker::knobs, [k = knobs] { return simulate_knobs(k); });
+  if (!file.empty()) worker.submit(Worker::scenario, [f = file] { return simulate_scenario(f); });
+  int pending = file.empty() ? 1 : 2;  // the first results, which the headless screenshot shows
+  std::filesystem::path browse_dir = std::filesystem::current_path();
   int frames_after_result = 0;
-  bool have_result = false;
   int exit_code = 0;
   double draw_ms = 0;
   while (!glfwWindowShouldClose(window)) {
@@ -322,21 +447,23 @@ int main(int argc, char** argv) {
     if (auto o = worker.take()) {
       if (o->scenario) {
         step_shown = std::move(*o);
+        if (screenshot.size() && step_shown.step)
+          std::fprintf(stderr, "step panel: %zu predicted-against-measured rows\n",
+                       step_shown.validation.size());
       } else {
         shown = std::move(*o);
         tl = {};
-        if (window_us.size() == 2 && shown.run) {
-          tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * shown.run->clock_hz);
-          tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * shown.run->clock_hz);
+        if (shown.run) {
+          const RunResult& r = shown.run->run;
+          tl.fit_cycles = std::max(r.cycles, shown.compare ? shown.compare->run.cycles : 0);
+          if (window_us.size() == 2) {
+            tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * r.clock_hz);
+            tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * r.clock_hz);
+          }
         }
       }
-      have_result = true;
+      pending = std::max(0, pending - 1);
       frames_after_result = 0;
-      if (step_pending && !worker.busy()) {
-        step_pending = false;
-        worker.submit([f = file] { return simulate_scenario(f); });
-        have_result = false;
-      }
     }
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -349,26 +476,38 @@ int main(int argc, char** argv) {
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
     ImGui::BeginChild("knobs", ImVec2(330, 330), true);
     ImGui::TextUnformatted("scenario and knobs");
-    if (knobs_panel(knobs)) worker.submit([k = knobs] { return simulate_knobs(k); });
+    if (ImGui::Button("open scenario...")) ImGui::OpenPopup("open scenario");
+    if (open_scenario_popup(browse_dir, file)) {
+      worker.submit(Worker::scenario, [f = file] { return simulate_scenario(f); });
+    }
+    if (knobs_panel(knobs)) worker.submit(Worker::knobs, [k = knobs] { return simulate_knobs(k); });
     ImGui::Text(worker.busy() ? "simulating..." : "ready");
     ImGui::EndChild();
     ImGui::SameLine();
     ImGui::BeginChild("totals", ImVec2(0, 330), true);
     totals_panel(shown);
-    if (step_shown.scenario) {
+    if (step_shown.scenario || !file.empty()) {
       ImGui::Separator();
       ImGui::TextUnformatted(("training step: " + file).c_str());
       totals_panel(step_shown);
     }
     ImGui::EndChild();
     ImGui::BeginChild("timeline", ImVec2(0, 0), true);
+    const size_t events = (shown.run ? shown.run->run.events.size() : 0) +
+                          (shown.compare ? shown.compare->run.events.size() : 0);
     ImGui::Text(
         "timeline (wheel: zoom, drag: pan, right-click: select grid step)   %zu events, drawn in "
         "%.1f ms",
-        shown.run ? shown.run->events.size() : size_t{0}, draw_ms);
+        events, draw_ms);
     if (shown.run) {
       const auto t0 = std::chrono::steady_clock::now();
-      gui::draw_timeline(*shown.run, tl);
+      if (shown.compare) ImGui::TextUnformatted(shown.run->what.c_str());
+      gui::draw_timeline(shown.run->run, shown.run->lanes, tl, "timeline");
+      if (shown.compare) {
+        // The same window (from, to) on the same cycle axis: the two schedules line up.
+        ImGui::TextUnformatted(shown.compare->what.c_str());
+        gui::draw_timeline(shown.compare->run, shown.compare->lanes, tl, "compare");
+      }
       draw_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -381,8 +520,7 @@ int main(int argc, char** argv) {
     glClearColor(0.08f, 0.08f, 0.09f, 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (!screenshot.empty() && have_result && !worker.busy() && !step_pending &&
-        ++frames_after_result >= 3) {
+    if (!screenshot.empty() && pending == 0 && !worker.busy() && ++frames_after_result >= 3) {
       std::fprintf(stderr, "timeline drawn in %.1f ms\n", draw_ms);
       if (!save_png(screenshot, fw, fh)) {
         std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", screenshot.c_str());

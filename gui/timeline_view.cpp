@@ -55,8 +55,22 @@ ImU32 unit_colour(UnitKind k) {
 
 }  // namespace
 
-void draw_timeline(const RunResult& r, TimelineState& st) {
-  if (st.to <= st.from) st.from = 0, st.to = std::max<int64_t>(1, r.cycles);
+std::vector<LaneIndex> index_lanes(const RunResult& r) {
+  std::vector<LaneIndex> lanes(r.units.size());
+  for (size_t i = 0; i < r.events.size(); ++i) {
+    const TimelineEvent& e = r.events[i];
+    LaneIndex& l = lanes[e.unit];
+    if (l.end == 0) l.begin = i;
+    l.end = i + 1;
+    l.longest = std::max(l.longest, e.end - e.start);
+  }
+  return lanes;
+}
+
+void draw_timeline(const RunResult& r, const std::vector<LaneIndex>& index, TimelineState& st,
+                   const char* id) {
+  if (st.to <= st.from)
+    st.from = 0, st.to = std::max<int64_t>(1, std::max(st.fit_cycles, r.cycles));
   // Lanes: units with events, grouped as the engine numbered them.
   std::vector<int> lane_of(r.units.size(), -1);
   for (const TimelineEvent& e : r.events) lane_of[e.unit] = 0;
@@ -70,7 +84,7 @@ void draw_timeline(const RunResult& r, TimelineState& st) {
   const float width = std::max(100.0f, ImGui::GetContentRegionAvail().x);
   const float plot_w = width - label_w;
   const float height = ruler_h + lanes * lane_h;
-  ImGui::InvisibleButton("timeline", ImVec2(width, std::max(height, 40.0f)));
+  ImGui::InvisibleButton(id, ImVec2(width, std::max(height, 40.0f)));
   const bool hovered = ImGui::IsItemHovered();
   const int64_t span = std::max<int64_t>(1, st.to - st.from);
   auto x_of = [&](int64_t c) {
@@ -134,24 +148,33 @@ void draw_timeline(const RunResult& r, TimelineState& st) {
                         run_colour);
     run_unit = -1;
   };
-  for (const TimelineEvent& e : r.events) {  // sorted by unit, then start
-    if (e.end < st.from || e.start > st.to) continue;
-    ImU32 colour =
-        e.cause == Cause::busy ? unit_colour(r.units[e.unit].kind) : cause_colour(e.cause);
-    if (st.selected_step >= 0 && e.step == st.selected_step) colour = IM_COL32(255, 255, 255, 255);
-    const bool narrow = e.end - e.start < pixel;
-    if (run_unit == e.unit && narrow && e.start - run_end <= pixel &&
-        e.end - run_start < 3 * pixel) {
-      run_end = std::max(run_end, e.end);
-    } else {
-      flush();
-      run_unit = e.unit, run_start = e.start, run_end = e.end, run_colour = colour;
-    }
-    if (hovered) {
-      const float y = origin.y + ruler_h + lane_of[e.unit] * lane_h;
-      if (io.MousePos.y >= y && io.MousePos.y < y + lane_h && io.MousePos.x >= x_of(e.start) - 1 &&
-          io.MousePos.x <= x_of(e.end) + 1)
-        hover = &e;
+  for (size_t u = 0; u < index.size(); ++u) {
+    if (index[u].end == 0) continue;
+    // The first event that can reach the window starts at most `longest` before it.
+    const auto first = std::lower_bound(
+        r.events.begin() + index[u].begin, r.events.begin() + index[u].end,
+        st.from - index[u].longest, [](const TimelineEvent& e, int64_t t) { return e.start < t; });
+    for (auto it = first; it != r.events.begin() + index[u].end && it->start <= st.to; ++it) {
+      const TimelineEvent& e = *it;
+      if (e.end < st.from) continue;
+      ImU32 colour =
+          e.cause == Cause::busy ? unit_colour(r.units[e.unit].kind) : cause_colour(e.cause);
+      if (st.selected_step >= 0 && e.step == st.selected_step)
+        colour = IM_COL32(255, 255, 255, 255);
+      const bool narrow = e.end - e.start < pixel;
+      if (run_unit == e.unit && narrow && e.start - run_end <= pixel &&
+          e.end - run_start < 3 * pixel) {
+        run_end = std::max(run_end, e.end);
+      } else {
+        flush();
+        run_unit = e.unit, run_start = e.start, run_end = e.end, run_colour = colour;
+      }
+      if (hovered) {
+        const float y = origin.y + ruler_h + lane_of[e.unit] * lane_h;
+        if (io.MousePos.y >= y && io.MousePos.y < y + lane_h &&
+            io.MousePos.x >= x_of(e.start) - 1 && io.MousePos.x <= x_of(e.end) + 1)
+          hover = &e;
+      }
     }
   }
   flush();

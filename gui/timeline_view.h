@@ -4,16 +4,28 @@
 // are merged per lane (never across gaps wider than a pixel) so 1e5+ events draw quickly.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "sim/timing/result.h"
 
 namespace tpusim::gui {
 
 struct TimelineState {
-  int64_t from = 0, to = 0;  // visible cycles; to <= from: fit the whole run
+  int64_t from = 0, to = 0;  // visible cycles; to <= from: fit `fit_cycles` (or the whole run)
+  int64_t fit_cycles = 0;    // e.g. the longer of two compared runs, so both share one axis
   int64_t selected_step = -1;
 };
 
-void draw_timeline(const RunResult& r, TimelineState& state);
+// Where each unit's events sit in RunResult::events (sorted by unit, then start) and the longest
+// of them, so a zoomed-in frame binary-searches its window instead of scanning every event.
+struct LaneIndex {
+  size_t begin = 0, end = 0;
+  int64_t longest = 0;
+};
+std::vector<LaneIndex> index_lanes(const RunResult& r);
+
+// `id` keeps two timelines in one window apart (ImGui widget ids).
+void draw_timeline(const RunResult& r, const std::vector<LaneIndex>& lanes, TimelineState& state,
+                   const char* id = "timeline");
 
 }  // namespace tpusim::gui

@@ -62,13 +62,13 @@ std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k
         if (vmem_usage(*kernel).total_bytes > chip.scoped_vmem_bytes) continue;
         // A roofline estimate, as XLA's tiling cost model makes: padded MXU work against the
         // operand traffic (x is re-read per column tile, y per row tile).
-        const double traffic =
-            elem * (static_cast<double>(pm) * pk * (pn / bn) + static_cast<double>(pk) * pn * (pm / bm));
-        const double time = std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops,
-                                     traffic / chip.hbm_bytes_per_s);
+        const double traffic = elem * (static_cast<double>(pm) * pk * (pn / bn) +
+                                       static_cast<double>(pk) * pn * (pm / bm));
+        const double time =
+            std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops, traffic / chip.hbm_bytes_per_s);
         const bool better = best.m == 0 || time < best_time ||
-                            (time == best_time && (traffic < best_traffic ||
-                                                   (traffic == best_traffic && bk > best.bk)));
+                            (time == best_time &&
+                             (traffic < best_traffic || (traffic == best_traffic && bk > best.bk)));
         if (better) {
           best = s;
           best_time = time;

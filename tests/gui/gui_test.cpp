@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 struct Png {
   int w = 0, h = 0;
   std::vector<unsigned char> px;
+  std::string log;  // what the GUI printed
 };
 
 Png screenshot(const std::string& args, int* status) {
@@ -39,6 +40,8 @@ Png screenshot(const std::string& args, int* status) {
     p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
     stbi_image_free(data);
   }
+  std::ifstream log(dir / "log");
+  p.log.assign(std::istreambuf_iterator<char>(log), {});
   return p;
 }
 
@@ -66,6 +69,35 @@ TEST(Gui, HeadlessScreenshotDrawsTheTimeline) {
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
 }
 
+TEST(Gui, CompareDrawsBothSchedulesOnOneAxis) {
+  // The ladder alone fills the upper timeline; compared with the solve, a second timeline of the
+  // same lanes appears below it, on the same cycle axis.
+  int status = -1;
+  const Png alone = screenshot("--kernel gdn-invert --seq 1024", &status);
+  ASSERT_EQ(status, 0);
+  const Png both =
+      screenshot("--kernel gdn-invert --compare gdn-solve-triangular --seq 1024", &status);
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(both.w, 1600);
+  ASSERT_EQ(both.h, 1000);
+  EXPECT_LT(coloured_pixels(alone, 120, 660, 1580, 840), 1000);
+  EXPECT_GT(coloured_pixels(both, 120, 660, 1580, 840), kDrawn);
+  // One axis: the solve runs ~6.6x longer, so the ladder's lanes end in the left fifth.
+  EXPECT_LT(coloured_pixels(both, 420, 440, 1580, 580), 1000);
+  EXPECT_GT(coloured_pixels(alone, 420, 440, 1580, 580), kDrawn);
+}
+
+TEST(Gui, StepPanelShowsPredictedAgainstMeasured) {
+  int status = -1;
+  const Png p = screenshot(std::string(TPUSIM_SOURCE_DIR) +
+                               "/scenarios/calibration/c1/c1_ladder.yaml --kernel gdn-invert "
+                               "--seq 1024",
+                           &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(p.log.find("step panel: 2 predicted-against-measured rows"), std::string::npos)
+      << p.log;
+}
+
 TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   const fs::path bad = fs::temp_directory_path() / "tpusim_gui_bad_scenario.yaml";
   std::ofstream(bad)
@@ -80,7 +112,7 @@ TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
 TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
   int status = -1;
   const Png p =
-      screenshot("--kernel gdn-scan-bwd --head-tile 8", &status);  // over v5e's 16 MiB VMEM
+      screenshot("--kernel gdn-scan-bwd --head-tile-bwd 8", &status);  // over v5e's 16 MiB VMEM
   EXPECT_EQ(status, 0);
   ASSERT_EQ(p.w, 1600);
   // No timeline, but the red error text in the totals panel.
