@@ -80,15 +80,17 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   }
   c.mesh.fsdp = c.chips_per_slice;
   if (const YAML::Node m = root["mesh"]) {
-    only_keys(f, m, "mesh", {"fsdp", "tensor"});
+    only_keys(f, m, "mesh", {"fsdp", "tensor", "context"});
     c.mesh.tensor = m["tensor"] ? positive(f, m["tensor"], "mesh.tensor") : 1;
-    c.mesh.fsdp =
-        m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp") : c.chips_per_slice / c.mesh.tensor;
-    if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
+    c.mesh.context = m["context"] ? positive(f, m["context"], "mesh.context") : 1;
+    c.mesh.fsdp = m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp")
+                            : c.chips_per_slice / (c.mesh.tensor * c.mesh.context);
+    const int64_t product = c.mesh.fsdp * c.mesh.tensor * c.mesh.context;
+    if (product != c.chips_per_slice)
       yaml_fail(
           f, m, "mesh",
-          fmt::format("fsdp {} x tensor {} = {} is not the {} chips of the slice", c.mesh.fsdp,
-                      c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor, c.chips_per_slice));
+          fmt::format("fsdp {} x tensor {} x context {} = {} is not the {} chips of the slice",
+                      c.mesh.fsdp, c.mesh.tensor, c.mesh.context, product, c.chips_per_slice));
   }
   if (const YAML::Node g = root["gdn"]) {
     only_keys(f, g, "gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"});

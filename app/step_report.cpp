@@ -12,10 +12,11 @@ namespace tpusim {
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
   std::string out = fmt::format(
-      "scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}), seq {}, batch/chip {}, remat "
-      "{}",
+      "scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}{}), seq {}, batch/chip {}, "
+      "remat {}",
       s.name, c.model.name, c.chips_per_slice * c.mesh.data, s.chip_name, c.mesh.data, c.mesh.fsdp,
-      c.mesh.tensor, c.seq, c.batch_per_chip, name(c.remat));
+      c.mesh.tensor, c.mesh.context > 1 ? fmt::format(" context {}", c.mesh.context) : "", c.seq,
+      c.batch_per_chip, name(c.remat));
   if (c.model.gdn_layers() > 0)
     out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
   out += "\n";
@@ -69,6 +70,7 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
                  {"slices", c.mesh.data},
                  {"fsdp", c.mesh.fsdp},
                  {"tensor", c.mesh.tensor},
+                 {"context", c.mesh.context},
                  {"seq", c.seq},
                  {"batch_per_chip", c.batch_per_chip},
                  {"remat", name(c.remat)},

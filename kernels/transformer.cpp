@@ -18,9 +18,13 @@ const DotDims kTN{{0}, {0}, {}, {}};  // [k, m]^T x [k, n]
 const DotDims kNN{{1}, {0}, {}, {}};
 
 void check(const AttentionShape& s) {
-  if (s.q_heads % s.kv_heads != 0 || s.seq % s.block != 0)
-    throw Error(fmt::format("attention: {} query heads over {} kv heads, seq {} in blocks of {}",
-                            s.q_heads, s.kv_heads, s.seq, s.block));
+  if (s.q_heads % s.kv_heads != 0 || s.seq % s.block != 0 || s.kv_len() % s.block != 0)
+    throw Error(
+        fmt::format("attention: {} query heads over {} kv heads, seq {} (keys {}) in blocks of {}",
+                    s.q_heads, s.kv_heads, s.seq, s.kv_len(), s.block));
+  if (s.causal && s.kv_len() != s.seq)
+    throw Error(fmt::format("attention: a causal mask needs as many keys ({}) as queries ({})",
+                            s.kv_len(), s.seq));
 }
 
 struct AttentionArrays {
@@ -30,7 +34,7 @@ struct AttentionArrays {
 AttentionArrays arrays(const AttentionShape& s) {
   const int64_t G = s.q_heads / s.kv_heads;
   const Shape qs{s.batch, s.kv_heads, G, s.seq, s.head_dim},
-      kvs{s.batch, s.kv_heads, s.seq, s.head_dim};
+      kvs{s.batch, s.kv_heads, s.kv_len(), s.head_dim};
   const Shape stat{s.batch, s.kv_heads, G, s.seq, 1};
   return {{"q", qs, s.dtype},      {"k", kvs, s.dtype},       {"v", kvs, s.dtype},
           {"o", qs, s.dtype},      {"lse", stat, DType::f32}, {"do", qs, s.dtype},
@@ -77,11 +81,12 @@ ValueId score_gradient(KernelBuilder& kb, const BackwardInputs& x, ValueId p, Wh
 
 std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
   check(s);
-  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, b = s.block, D = s.head_dim;
+  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
+                b = s.block, D = s.head_dim;
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention fwd (block {})", b));
   // grid (batch, kv head, query head in group, q block i, kv block j)
-  kb.grid({s.batch, s.kv_heads, G, n, n}, {kPar, kPar, kPar, kPar, kArb});
+  kb.grid({s.batch, s.kv_heads, G, n, nk}, {kPar, kPar, kPar, kPar, kArb});
   const IndexMap q_map({axis(0), axis(1), axis(2), axis(3), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
   const ValueId q = kb.reshape("q", kb.input(a.q, {1, 1, 1, b, D}, q_map), {b, D});
@@ -141,12 +146,13 @@ std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
 
 std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
   check(s);
-  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, b = s.block, D = s.head_dim;
+  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
+                b = s.block, D = s.head_dim;
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention bwd dkv (block {})", b));
   // grid (batch, kv head, kv block j, query head in group, q block i): dk, dv accumulate over (g,
   // i).
-  kb.grid({s.batch, s.kv_heads, n, G, n}, {kPar, kPar, kPar, kArb, kArb});
+  kb.grid({s.batch, s.kv_heads, nk, G, n}, {kPar, kPar, kPar, kArb, kArb});
   const IndexMap q_map(
       {axis(0), axis(1), axis(3), s.causal ? clamped_below(4, 2) : axis(4), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), axis(2), constant(0)});
@@ -176,10 +182,11 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
 
 std::shared_ptr<const Kernel> attention_backward_dq(const AttentionShape& s) {
   check(s);
-  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, b = s.block, D = s.head_dim;
+  const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
+                b = s.block, D = s.head_dim;
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention bwd dq (block {})", b));
-  kb.grid({s.batch, s.kv_heads, G, n, n}, {kPar, kPar, kPar, kPar, kArb});
+  kb.grid({s.batch, s.kv_heads, G, n, nk}, {kPar, kPar, kPar, kPar, kArb});
   const IndexMap q_map({axis(0), axis(1), axis(2), axis(3), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
   const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D);

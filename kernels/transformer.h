@@ -22,6 +22,10 @@ struct AttentionShape {
   int64_t block_compute = 512;  // sa_block_kv_compute: the kv sub-block of each softmax update
   bool causal = true;
   DType dtype = DType::bf16;
+  // Keys and values per sequence when they differ from the queries' (context parallelism: the
+  // local queries against the gathered keys); 0: seq. Only without the causal mask.
+  int64_t kv_seq = 0;
+  int64_t kv_len() const { return kv_seq > 0 ? kv_seq : seq; }
 };
 
 std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s);

@@ -36,6 +36,13 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
   const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd : batched ? 8 : 1;
   const int64_t th_bwd = o.head_tile_bwd > 0 ? o.head_tile_bwd : batched ? 4 : 1;
   const int64_t tile_n = o.tile_n > 0 ? o.tile_n : default_tile_n(s.chunks());
+  const bool cp = o.context && o.context->size > 1;
+  if (cp && o.build != Build::main)
+    throw Error(fmt::format(
+        "context parallelism over {} devices runs only in MaxText's lax.scan path (PR #4968); "
+        "the '{}' build's kernels (PR #4348) do not compose the state across context shards "
+        "(gdn_kernels.md 7): use build main",
+        o.context->size, name(o.build)));
 
   Program p;
   p.name = fmt::format("gdn layer core ({})", name(o.build));
@@ -48,6 +55,10 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
       p.append(xla_solve_triangular(s), phase + ": inversion");
     }
     p.add_kernel(xla_wy(s), {}, phase + ": WY");
+    if (cp) {
+      p.append(xla_cp_compose_local(s, phase == "remat"), phase + ": cp compose");
+      p.append(xla_cp_prefix(s, *o.context), phase + ": cp prefix");
+    }
     if (kernels) {
       p.add_kernel(scan_forward(s, {th_fwd, Precision::default_}), {}, phase + ": scan");
     } else {
@@ -60,6 +71,10 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
     p.add_kernel(scan_backward(s, {th_bwd, Precision::default_}), {}, "bwd: scan");
   } else {
     p.append(xla_lax_scan_backward(s), "bwd: scan");
+  }
+  if (cp) {
+    p.append(xla_cp_prefix_backward(s, *o.context), "bwd: cp prefix");
+    p.append(xla_cp_compose_local_backward(s), "bwd: cp compose");
   }
   p.add_kernel(xla_wy_backward(s), {}, "bwd: WY");
   if (o.build == Build::ladder) {

@@ -5,8 +5,11 @@
 //   scan    + the inter-chunk scan kernels (state in VMEM), one head per grid cell
 //   heads   + head batching: scan forward 8 heads, backward 4 heads per grid cell
 //   ladder  + the inversion ladder kernel (8 chunk tiles per cell) and its XLA VJP
+// Under context parallelism (main only) each pass also folds the local chunks into an affine map
+// and takes the prefix across devices before the scan replays the chunks (gdn_kernels.md 7).
 // Items carry stage labels ("fwd: inversion", "bwd: scan", ...) for the per-stage breakdown.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "kernels/gdn/shape.h"
@@ -21,6 +24,10 @@ struct LayerOptions {
   int64_t head_tile_fwd = 0;  // 0: the build's default
   int64_t head_tile_bwd = 0;
   int64_t tile_n = 0;  // 0: the build's default (MaxText's first of 8, 4, 2 dividing N)
+  // Context parallelism: the sequence is sharded over this axis and the shape holds the local
+  // tokens. Only the lax.scan path composes the state across devices (MaxText PR #4968), so
+  // only the main build runs with it.
+  std::optional<MeshAxis> context;
 };
 
 Build parse_build(const std::string& name);  // throws Error listing the builds

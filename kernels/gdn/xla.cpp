@@ -445,4 +445,160 @@ Program xla_lax_scan_backward(const GdnShape& s) {
   return p;
 }
 
+namespace {
+
+// A_i = gamma I - kd^T w and B_i = kd^T u for one chunk of all heads (kd = k e^(g_last - g)).
+std::shared_ptr<const Kernel> cp_chunk_map(const GdnShape& s, const std::string& name) {
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f(name, s, hb);
+    const int64_t C = s.chunk, Dk = s.dk, Dv = s.dv;
+    const ValueId w = f.in("w[n]", C, Dk, s.compute), u = f.in("u[n]", C, Dv, s.compute),
+                  k = f.in("k[n]", C, Dk, s.compute), g = f.in("g[n]", C, 1, DType::f32);
+    const auto [g_last, gamma, dvec, kd] = f.g.chunk_end_decay(g, k);
+    const ValueId eye = f.kb.mask("I", f.kb.fill("1", f.kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
+                                  MaskKind::diagonal, 0, 0, {hb, Dk, Dk});
+    f.out("A_i",
+          f.ew("A_i", EwFn::sub,
+               {f.ew("gamma I", EwFn::mul, {eye, gamma}),
+                f.dot("kd^T w", kd, f.kb.cast("f32(w)", w, DType::f32), tn())}),
+          Dk, Dk, DType::f32);
+    f.out("B_i", f.dot("kd^T u", kd, f.kb.cast("f32(u)", u, DType::f32), tn()), Dk, Dv, DType::f32);
+    return f.kb.build();
+  });
+}
+
+// (A_r, B_r) o (A_l, B_l) = (A_r A_l, A_r B_l + B_r) over all heads: one chunk folded into the
+// carry, or one device's prefix into another's.
+std::shared_ptr<const Kernel> cp_compose(const GdnShape& s, const std::string& name,
+                                         bool stack_carry) {
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f(name, s, hb);
+    const int64_t Dk = s.dk, Dv = s.dv;
+    const ValueId Ar = f.in("A_r", Dk, Dk, DType::f32), Br = f.in("B_r", Dk, Dv, DType::f32),
+                  Al = f.in("A_l", Dk, Dk, DType::f32), Bl = f.in("B_l", Dk, Dv, DType::f32);
+    f.out("A", f.dot("A_r A_l", Ar, Al, nn()), Dk, Dk, DType::f32);
+    f.out("B", f.ew("A_r B_l + B_r", EwFn::add, {f.dot("A_r B_l", Ar, Bl, nn()), Br}), Dk, Dv,
+          DType::f32);
+    if (stack_carry) {  // the incoming carry, stacked per chunk for the backward
+      f.out("res A", Al, Dk, Dk, DType::f32);
+      f.out("res B", Bl, Dk, Dv, DType::f32);
+    }
+    return f.kb.build();
+  });
+}
+
+// The transpose of cp_compose: dA_l = A_r^T dA, dB_l = A_r^T dB, dA_r = dA A_l^T + dB B_l^T,
+// dB_r = dB.
+std::shared_ptr<const Kernel> cp_compose_transpose(const GdnShape& s, const std::string& name) {
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f(name, s, hb);
+    const int64_t Dk = s.dk, Dv = s.dv;
+    const ValueId Ar = f.in("A_r", Dk, Dk, DType::f32), Al = f.in("A_l", Dk, Dk, DType::f32),
+                  Bl = f.in("B_l", Dk, Dv, DType::f32), dA = f.in("dA", Dk, Dk, DType::f32),
+                  dB = f.in("dB", Dk, Dv, DType::f32);
+    f.out("dA_l", f.dot("A_r^T dA", Ar, dA, tn()), Dk, Dk, DType::f32);
+    f.out("dB_l", f.dot("A_r^T dB", Ar, dB, tn()), Dk, Dv, DType::f32);
+    f.out(
+        "dA_r",
+        f.ew("dA_r", EwFn::add, {f.dot("dA A_l^T", dA, Al, nt()), f.dot("dB B_l^T", dB, Bl, nt())}),
+        Dk, Dk, DType::f32);
+    return f.kb.build();
+  });
+}
+
+// The transpose of cp_chunk_map into the chunk's xs cotangents: dkd = u dB^T - w dA_i^T,
+// dw = -kd dA_i, du = kd dB, then dk and dg through the decay.
+std::shared_ptr<const Kernel> cp_chunk_map_transpose(const GdnShape& s) {
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f("cp chunk map bwd", s, hb);
+    const int64_t C = s.chunk, Dk = s.dk, Dv = s.dv;
+    const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, s.compute), DType::f32),
+                  u = f.kb.cast("f32(u)", f.in("u[n]", C, Dv, s.compute), DType::f32),
+                  k = f.in("k[n]", C, Dk, s.compute), g = f.in("g[n]", C, 1, DType::f32);
+    const ValueId dA = f.in("dA_i", Dk, Dk, DType::f32), dB = f.in("dB_i", Dk, Dv, DType::f32);
+    const auto [g_last, gamma, dvec, kd] = f.g.chunk_end_decay(g, k);
+    const ValueId dkd =
+        f.ew("dkd", EwFn::sub, {f.dot("u dB^T", u, dB, nt()), f.dot("w dA^T", w, dA, nt())});
+    f.out("dw[n] (cp)", f.kb.scale("dw", f.dot("kd dA", kd, dA, nn()), -1.0), C, Dk, DType::f32);
+    f.out("du[n] (cp)", f.dot("kd dB", kd, dB, nn()), C, Dv, DType::f32);
+    f.out("dk[n] (cp)", f.ew("dk", EwFn::mul, {dkd, dvec}), C, Dk, DType::f32);
+    f.out("dg[n] (cp)", f.kb.reduce("dg", f.ew("dkd k", EwFn::mul, {dkd, k}), {2}), C, 1,
+          DType::f32);
+    return f.kb.build();
+  });
+}
+
+// A state-sized copy that takes what a ppermute delivered (so what follows waits for it).
+std::shared_ptr<const Kernel> cp_take(const GdnShape& s, const std::string& name,
+                                      const std::string& in, const std::string& out) {
+  return fit_xla_tile(s.heads, [&](int64_t hb) {
+    IterationFusion f(name, s, hb);
+    f.out(out, f.in(in, s.dk, s.dv, DType::f32), s.dk, s.dv, DType::f32);
+    return f.kb.build();
+  });
+}
+
+int64_t prefix_rounds(int64_t devices) {
+  int64_t r = 0;
+  while ((int64_t{1} << r) < devices) ++r;
+  return r;
+}
+
+Collective cp_permute(const GdnShape& s, const MeshAxis& context) {
+  return {CollectiveKind::permute, s.batch * s.heads * (s.dk * s.dk + s.dk * s.dv) * 4, context};
+}
+
+}  // namespace
+
+Program xla_cp_compose_local(const GdnShape& s, bool stack_carries) {
+  Program p;
+  p.name = "cp compose local";
+  p.add_loop(p.name,
+             {cp_chunk_map(s, "cp chunk map"), cp_compose(s, "cp fold chunk", stack_carries)},
+             s.chunks());
+  return p;
+}
+
+Program xla_cp_compose_local_backward(const GdnShape& s) {
+  Program p;
+  p.name = "cp compose local bwd";
+  // The checkpointed body recomputes (A_i, B_i) from the chunk, then transposes the fold.
+  p.add_loop(p.name,
+             {cp_chunk_map(s, "cp chunk map (recompute)"),
+              cp_compose_transpose(s, "cp fold chunk bwd"), cp_chunk_map_transpose(s)},
+             s.chunks());
+  return p;
+}
+
+Program xla_cp_prefix(const GdnShape& s, const MeshAxis& context) {
+  Program p;
+  p.name = "cp prefix";
+  int last = -1;
+  for (int64_t r = 0; r < prefix_rounds(context.size); ++r) {
+    const int x =
+        p.add_collective(fmt::format("cp ppermute (A, B) round {}", r), cp_permute(s, context),
+                         last < 0 ? std::vector<int>{} : std::vector<int>{last});
+    last = p.add_kernel(cp_compose(s, "cp prefix compose", false), {x});
+  }
+  // The exclusive prefix: every device takes its left neighbour's inclusive prefix; with
+  // h_init = 0 the incoming state is its B.
+  const int shift = p.add_collective("cp ppermute shift", cp_permute(s, context),
+                                     last < 0 ? std::vector<int>{} : std::vector<int>{last});
+  p.add_kernel(cp_take(s, "cp h_in", "B prefix", "h_in"), {shift});
+  return p;
+}
+
+Program xla_cp_prefix_backward(const GdnShape& s, const MeshAxis& context) {
+  Program p;
+  p.name = "cp prefix bwd";
+  int last = p.add_collective("cp ppermute shift (cotangent)", cp_permute(s, context));
+  for (int64_t r = prefix_rounds(context.size) - 1; r >= 0; --r) {
+    const int k = p.add_kernel(cp_compose_transpose(s, "cp prefix compose bwd"), {last});
+    last = p.add_collective(fmt::format("cp ppermute (dA, dB) round {}", r), cp_permute(s, context),
+                            {k});
+  }
+  p.add_kernel(cp_take(s, "cp dB of the local map", "dB", "dB local"), {last});
+  return p;
+}
+
 }  // namespace tpusim::kernels::gdn

@@ -38,4 +38,17 @@ std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s);  // -tri
 Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals);
 Program xla_lax_scan_backward(const GdnShape& s);
 
+// Context parallelism (MaxText PR #4968, gdn_kernels.md 7): the sequence is sharded over a
+// context axis and each device holds s.seq local tokens. Before replaying its chunks with
+// lax.scan from the incoming state, each device folds its chunks into one affine map
+// h -> A h + B (a lax.scan with a checkpointed body: A_i = e^(g_last) I - k_g^T w,
+// B_i = k_g^T u, carry (A_i A, A_i B + B_i), f32 HIGHEST), then takes the exclusive prefix of
+// the devices' maps: a Hillis-Steele scan of log2(D) ppermute rounds (the merged version) and a
+// final shift. The backward transposes both: a reverse scan that recomputes (A_i, B_i) from the
+// stacked carries, and the prefix rounds in reverse.
+Program xla_cp_compose_local(const GdnShape& s, bool stack_carries);
+Program xla_cp_compose_local_backward(const GdnShape& s);
+Program xla_cp_prefix(const GdnShape& s, const MeshAxis& context);
+Program xla_cp_prefix_backward(const GdnShape& s, const MeshAxis& context);
+
 }  // namespace tpusim::kernels::gdn

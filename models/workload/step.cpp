@@ -17,9 +17,9 @@ namespace {
 
 using kernels::Fusion;
 
-// Local (per-device) sizes after tensor parallelism.
+// Local (per-device) sizes after tensor and context parallelism.
 struct Local {
-  int64_t tokens, batch, q_heads, kv_heads, mlp, gdn_value_heads, gdn_key_heads;
+  int64_t tokens, batch, seq, q_heads, kv_heads, mlp, gdn_value_heads, gdn_key_heads;
 };
 
 Local local(const StepConfig& c) {
@@ -27,14 +27,26 @@ Local local(const StepConfig& c) {
   const ModelConfig& m = c.model;
   // MaxText's global batch is per_device_batch x devices, sharded over the data and fsdp axes:
   // each tensor-parallel group works on tp x per-device batch sequences with 1/tp of the heads.
-  const int64_t batch = c.batch_per_chip * tp;
-  return {batch * c.seq,
+  // Under context parallelism each chip holds 1/context of every sequence.
+  const int64_t batch = c.batch_per_chip * tp, seq = c.seq / c.mesh.context;
+  return {batch * seq,
           batch,
+          seq,
           m.q_heads / tp,
           std::max<int64_t>(1, m.kv_heads / tp),
           m.mlp_dim / tp,
           m.gdn.value_heads / tp,
           std::max<int64_t>(1, m.gdn.key_heads / tp)};
+}
+
+// The ICI axes of a slice: v5e / v6e slices are 2D (wraparound on the full 16 x 16 pod), v5p
+// slices 3D (wraparound once the slice holds whole 4 x 4 x 4 cubes).
+MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, bool tensor_axis) {
+  MeshAxis a{name, size, false, 1, false};
+  const int dims = c.chip.ici_dims == 3 ? (c.chips_per_slice >= 8 ? 3 : 2) : 2;
+  a.wraparound = c.chip.ici_dims == 3 ? c.chips_per_slice >= 64 : c.chips_per_slice >= 256;
+  a.torus_dims = tensor_axis ? 1 : std::max(1, dims - (c.mesh.tensor > 1 ? 1 : 0));
+  return a;
 }
 
 // Builds one layer's program in phases, recording which ops the remat policy recomputes.
@@ -99,16 +111,21 @@ void mlp_backward(LayerProgram& lp, const StepConfig& c, const Local& l) {
 }
 
 kernels::AttentionShape attention_shape(const StepConfig& c, const Local& l) {
-  const int64_t block = std::min(c.attention_block, c.seq);
+  const int64_t block = std::min(c.attention_block, l.seq);
+  // Context parallelism (MaxText's all-gathered keys and values, load-balanced causal order):
+  // the local queries meet on average half of the sequence's keys, taken as a full block grid
+  // over seq / 2 keys without the mask.
+  const bool cp = c.mesh.context > 1;
   return {.batch = l.batch,
-          .seq = c.seq,
+          .seq = l.seq,
           .q_heads = l.q_heads,
           .kv_heads = l.kv_heads,
           .head_dim = c.model.head_dim,
           .block = block,
           .block_compute = std::min<int64_t>(512, block),
-          .causal = true,
-          .dtype = DType::bf16};
+          .causal = !cp,
+          .dtype = DType::bf16,
+          .kv_seq = cp ? c.seq / 2 : 0};
 }
 
 void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l,
@@ -142,7 +159,7 @@ Program attention_layer(const StepConfig& c, const Local& l) {
 }
 
 kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const Local& l) {
-  return {l.batch,     c.seq,      l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim,
+  return {l.batch,     l.seq,      l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim,
           c.gdn_chunk, DType::bf16};
 }
 
@@ -180,7 +197,9 @@ Program gdn_layer(const StepConfig& c, const Local& l) {
   lp.dot_bwd("bwd: gdn proj", M, E, 2 * l.gdn_value_heads);
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
   // The core: forward, its recompute and its backward (kernels/gdn/layer.cpp), by build.
-  lp.p.append(kernels::gdn::layer_core(gdn_shape(c, l), c.gdn), "gdn core");
+  kernels::gdn::LayerOptions core = c.gdn;
+  if (c.mesh.context > 1) core.context = slice_axis(c, "context", c.mesh.context, false);
+  lp.p.append(kernels::gdn::layer_core(gdn_shape(c, l), core), "gdn core");
   return lp.p;
 }
 
@@ -198,21 +217,11 @@ Program embedding_and_logits(const StepConfig& c, const Local& l) {
 }
 
 Program optimizer(const StepConfig& c) {
-  const int64_t local = c.model.params() / (c.mesh.fsdp * c.mesh.tensor);
+  const int64_t local = c.model.params() / c.mesh.weight_shards();
   const int64_t rows = std::max<int64_t>(8, (local / 1024 + 7) / 8 * 8);
   Program p;
   p.add_kernel(kernels::xla_fusion(Fusion::adamw, rows, 1024, DType::f32), {}, "optimizer");
   return p;
-}
-
-// The ICI axes of a slice: v5e / v6e slices are 2D (wraparound on the full 16 x 16 pod), v5p
-// slices 3D (wraparound once the slice holds whole 4 x 4 x 4 cubes).
-MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, bool tensor_axis) {
-  MeshAxis a{name, size, false, 1, false};
-  const int dims = c.chip.ici_dims == 3 ? (c.chips_per_slice >= 8 ? 3 : 2) : 2;
-  a.wraparound = c.chip.ici_dims == 3 ? c.chips_per_slice >= 64 : c.chips_per_slice >= 256;
-  a.torus_dims = tensor_axis ? 1 : std::max(1, dims - (c.mesh.tensor > 1 ? 1 : 0));
-  return a;
 }
 
 // `in_backward`: whether the part's items other than those of a "fwd" stage run in the backward
@@ -243,11 +252,15 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
 // and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
 // of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
 // backward).
-void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params) {
+// `attention`: under context parallelism the layer all-gathers the keys and values over the
+// context axis before its attention kernel (forward and recompute) and reduce-scatters their
+// gradients after it: on the critical path.
+void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_params,
+                           bool attention) {
   const Local l = local(c);
   double exposed = 0, total = 0;
-  if (c.mesh.fsdp > 1) {
-    const MeshAxis fsdp = slice_axis(c, "fsdp", c.mesh.fsdp, false);
+  if (c.mesh.fsdp * c.mesh.context > 1) {
+    const MeshAxis fsdp = slice_axis(c, "fsdp", c.mesh.fsdp * c.mesh.context, false);
     const int64_t bytes_bf16 = layer_params / c.mesh.tensor * 2,
                   bytes_f32 = layer_params / c.mesh.tensor * 4;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
@@ -262,13 +275,21 @@ void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_pa
     exposed += 6 * ar;
     total += 6 * ar;
   }
+  if (attention && c.mesh.context > 1) {
+    const MeshAxis cp = slice_axis(c, "context", c.mesh.context, false);
+    const int64_t kv = l.batch * c.seq * l.kv_heads * c.model.head_dim * 2 * 2;  // k and v, bf16
+    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, kv, cp});
+    const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, kv, cp});
+    exposed += 2 * ag + rs;
+    total += 2 * ag + rs;
+  }
   part.collective_s = total;
   part.exposed_s = exposed;
 }
 
 std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   const ModelConfig& m = c.model;
-  const int64_t shards = c.mesh.fsdp * c.mesh.tensor, P = m.params();
+  const int64_t shards = c.mesh.weight_shards(), P = m.params();
   const int64_t M = l.tokens, E = m.d_model;
   std::vector<MemoryItem> items;
   items.push_back({"parameters (f32, sharded)", 4 * P / shards});
@@ -288,8 +309,13 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
     items.push_back({"activations saved by the remat policy",
                      m.attention_layers() * per_attention + m.gdn_layers() * per_gdn});
   // The backward working set of one layer: its recomputed activations and kernel residuals.
+  // Under context parallelism the attention backward also holds the gathered keys and values
+  // (bf16) and their gradients (f32) for the whole sequence.
+  const int64_t gathered_kv =
+      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * Dh * 2 * (2 + 4) : 0;
   const int64_t dense_ws =
-      M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp);
+      M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
+      (m.attention_layers() > 0 ? gathered_kv : 0);
   int64_t gdn_ws = 0;
   if (m.gdn_layers() > 0) {
     const kernels::gdn::GdnShape g = gdn_shape(c, l);
@@ -300,7 +326,10 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
         c.gdn.build == kernels::gdn::Build::main
             ? N * B * H * 4 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
             : B * N * H * D * D * 4;                                   // h_saved
-    gdn_ws = dense_ws + chunk_arrays + residuals;
+    // Context parallelism: the local fold's carries (A, B) stacked per chunk for its backward.
+    const int64_t cp_carries = c.mesh.context > 1 ? N * B * H * (D * D + D * g.dv) * 4 : 0;
+    gdn_ws = dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + chunk_arrays + residuals +
+             cp_carries;
   }
   const int64_t gathered =
       2 * std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
@@ -347,18 +376,30 @@ std::string name(Remat r) {
 
 void check(const StepConfig& c) {
   const ModelConfig& m = c.model;
-  if (c.mesh.fsdp * c.mesh.tensor != c.chips_per_slice)
-    throw Error(fmt::format("mesh fsdp {} x tensor {} = {} does not match the {} chips of a slice",
-                            c.mesh.fsdp, c.mesh.tensor, c.mesh.fsdp * c.mesh.tensor,
-                            c.chips_per_slice));
-  if (c.mesh.tensor > 1 && (m.q_heads % c.mesh.tensor != 0 || m.mlp_dim % c.mesh.tensor != 0))
-    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}",
-                            c.mesh.tensor, m.q_heads, m.mlp_dim));
+  const Mesh& x = c.mesh;
+  if (x.fsdp * x.tensor * x.context != c.chips_per_slice)
+    throw Error(fmt::format(
+        "mesh fsdp {} x tensor {} x context {} = {} does not match the {} chips of a slice", x.fsdp,
+        x.tensor, x.context, x.fsdp * x.tensor * x.context, c.chips_per_slice));
+  if (x.tensor > 1 && (m.q_heads % x.tensor != 0 || m.mlp_dim % x.tensor != 0))
+    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}", x.tensor,
+                            m.q_heads, m.mlp_dim));
   if (c.seq < 1 || c.batch_per_chip < 1)
     throw Error(
         fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
-  if (m.gdn_layers() > 0 && c.seq % c.gdn_chunk != 0)
-    throw Error(fmt::format("seq {} is not a multiple of the GDN chunk {}", c.seq, c.gdn_chunk));
+  if (c.seq % x.context != 0)
+    throw Error(fmt::format("seq {} does not split over context {}", c.seq, x.context));
+  const int64_t local_seq = c.seq / x.context;
+  if (m.gdn_layers() > 0 && local_seq % c.gdn_chunk != 0)
+    throw Error(
+        fmt::format("the local sequence {} (seq {} / context {}) is not a multiple of the "
+                    "GDN chunk {}",
+                    local_seq, c.seq, x.context, c.gdn_chunk));
+  if (x.context > 1 && m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
+    throw Error(fmt::format(
+        "context parallelism runs the GDN only in MaxText's lax.scan path (PR #4968): build '{}' "
+        "(PR #4348's kernels) does not compose the state across context shards; use build main",
+        kernels::gdn::name(c.gdn.build)));
 }
 
 double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s) {
@@ -401,19 +442,21 @@ StepPrediction predict_step(const StepConfig& c) {
   const Local l = local(c);
   const ModelConfig& m = c.model;
   StepPrediction out;
-  auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params) {
+  auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
+                   bool attention) {
     StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
-    add_layer_collectives(c, part, params);
+    add_layer_collectives(c, part, params, attention);
     out.parts.push_back(part);
   };
   if (m.attention_layers() > 0)
     layer("attention layer", m.attention_layers(), attention_layer(c, l),
-          m.attention_layer_params());
-  if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params());
+          m.attention_layer_params(), true);
+  if (m.gdn_layers() > 0)
+    layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params(), false);
   StepPart emb =
       simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l), /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
-  add_layer_collectives(c, emb, m.embedding_params());
+  add_layer_collectives(c, emb, m.embedding_params(), false);
   emb.exposed_s = emb.collective_s;
   out.parts.push_back(emb);
   out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c), /*in_backward=*/false));
@@ -422,7 +465,7 @@ StepPrediction predict_step(const StepConfig& c) {
     dcn.name = "data-parallel gradient all-reduce (DCN)";
     const MeshAxis axis{"data", c.mesh.data, false, 1, true};
     dcn.collective_s = collective_seconds(
-        c.chip, {CollectiveKind::all_reduce, 4 * m.params() / (c.mesh.fsdp * c.mesh.tensor), axis});
+        c.chip, {CollectiveKind::all_reduce, 4 * m.params() / c.mesh.weight_shards(), axis});
     // XLA's data-parallel all-reduce pipelining overlaps it with the backward pass only.
     double backward = 0;
     for (const StepPart& p : out.parts) backward += p.backward_s * p.count;
@@ -436,8 +479,10 @@ StepPrediction predict_step(const StepConfig& c) {
   out.parts.push_back(dispatch);
 
   for (const StepPart& p : out.parts) out.step_time_s += p.count * (p.compute_s + p.exposed_s);
-  out.tokens_per_s_per_chip = c.batch_per_chip * c.seq / out.step_time_s;
-  out.model_flops_per_chip = maxtext_flops_per_device(m, c.batch_per_chip, c.seq);
+  out.tokens_per_s_per_chip = l.tokens / c.mesh.tensor / out.step_time_s;
+  // MaxText's per-device batch is fractional under context parallelism (1/context sequence).
+  out.model_flops_per_chip =
+      maxtext_flops_per_device(m, c.batch_per_chip, c.seq) / static_cast<double>(c.mesh.context);
   out.tflops_per_s_per_chip = out.model_flops_per_chip / out.step_time_s / 1e12;
   out.mfu = out.tflops_per_s_per_chip * 1e12 / c.chip.peak_bf16_flops;
   out.memory = memory_model(c, l);

@@ -23,6 +23,10 @@ struct Mesh {
   int64_t data = 1;  // slices, over DCN
   int64_t fsdp = 1;  // within a slice
   int64_t tensor = 1;
+  // Context parallelism: the sequence sharded over this many chips of the slice. Weights are
+  // FSDP-sharded over fsdp x context (MaxText's rules shard the embed dimension over both).
+  int64_t context = 1;
+  int64_t weight_shards() const { return fsdp * context * tensor; }
 };
 
 // MaxText remat policies (xla_lowering.md 3). `custom` and the offloaded policies are

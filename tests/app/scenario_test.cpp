@@ -21,8 +21,10 @@ std::string repo(const std::string& rel) {
 
 std::string error_of(const std::string& yaml) {
   // One folder per test: ctest runs the test cases in parallel processes.
-  const fs::path dir = fs::temp_directory_path() /
-                       ("tpusim_scenario_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tpusim_scenario_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   const fs::path f = dir / "tpusim_bad_scenario.yaml";
   std::ofstream(f) << yaml;
@@ -81,9 +83,28 @@ TEST(Scenario, MissingChip) {
 
 TEST(Scenario, ImpossibleMesh) {
   const std::string e = error_of(std::string(kGood) + "mesh: {fsdp: 16, tensor: 4}\n");
-  EXPECT_NE(e.find(":6:7: key 'mesh': fsdp 16 x tensor 4 = 64 is not the 256 chips of the slice"),
+  EXPECT_NE(e.find(":6:7: key 'mesh': fsdp 16 x tensor 4 x context 1 = 64 is not the 256 chips of "
+                   "the slice"),
             std::string::npos)
       << e;
+}
+
+TEST(Scenario, ContextParallelMeshErrors) {
+  const std::string f =
+      "chip: v5p\nchips: 8\nmodel: b1-dense-gdn\nseq: 8192\nbatch_per_chip: 1\n"
+      "mesh: {context: 8}\ngdn: {build: ladder}\n";
+  const std::string ladder = error_of(f);
+  EXPECT_NE(ladder.find(":6:7: key 'mesh': context parallelism runs the GDN only in MaxText's "
+                        "lax.scan path"),
+            std::string::npos)
+      << ladder;
+  const std::string chunk = error_of(
+      "chip: v5p\nchips: 8\nmodel: b1-dense-gdn\nseq: 8192\nbatch_per_chip: 1\n"
+      "mesh: {context: 8}\ngdn: {build: main, chunk: 2048}\n");
+  EXPECT_NE(chunk.find("the local sequence 1024 (seq 8192 / context 8) is not a multiple of the "
+                       "GDN chunk 2048"),
+            std::string::npos)
+      << chunk;
 }
 
 TEST(Scenario, MoeModelIsOutOfReach) {

@@ -232,9 +232,9 @@ TEST_F(Cli, ValidateWritesRowsAndTheReport) {
 TEST_F(Cli, BadScenarioFails) {
   std::ofstream(path("bad.yaml")) << "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: "
                                      "2048\nbatch_per_chip: 6\nmesh: {fsdp: 3}\n";
-  expect_clean_failure(
-      run(fmt::format("run {} --json {}", path("bad.yaml"), path("out.json"))),
-      "bad.yaml:6:7: key 'mesh': fsdp 3 x tensor 1 = 3 is not the 256 chips of the slice");
+  expect_clean_failure(run(fmt::format("run {} --json {}", path("bad.yaml"), path("out.json"))),
+                       "bad.yaml:6:7: key 'mesh': fsdp 3 x tensor 1 x context 1 = 3 is not the 256 "
+                       "chips of the slice");
   EXPECT_FALSE(fs::exists(path("out.json")));
 }
 

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
+#include "sim/error.h"
 #include "sim/timing/collectives.h"
 
 namespace tpusim {
@@ -100,6 +104,76 @@ TEST(Step, ThroughputIdentitiesHold) {
   double parts = 0;
   for (const StepPart& part : p.parts) parts += part.count * (part.compute_s + part.exposed_s);
   EXPECT_DOUBLE_EQ(parts, p.step_time_s);
+}
+
+StepConfig context_parallel(int64_t context) {
+  StepConfig c;
+  c.chip = load_chip("v5p");
+  c.model = load_model("b1-dense-gdn");
+  c.chips_per_slice = 16;
+  c.mesh = {.data = 1, .fsdp = 16 / context, .tensor = 1, .context = context};
+  c.seq = 65536, c.batch_per_chip = 1;
+  c.gdn.build = kernels::gdn::Build::main;
+  return c;
+}
+
+TEST(ContextParallel, GdnCoreFoldsTheLocalChunksAndTakesThePrefixAcrossDevices) {
+  namespace g = kernels::gdn;
+  const g::GdnShape local{.batch = 1, .seq = 4096, .heads = 32, .dk = 128, .dv = 128, .chunk = 128};
+  g::LayerOptions o{.build = g::Build::main};
+  o.context = MeshAxis{"context", 16, true, 3, false};
+  const Program p = g::layer_core(local, o);
+  std::map<std::string, int> permutes, loop_trips;
+  for (const ProgramItem& item : p.items) {
+    if (const auto* c = std::get_if<Collective>(&item.what)) {
+      EXPECT_EQ(c->kind, CollectiveKind::permute);
+      EXPECT_EQ(c->bytes, 32LL * (128 * 128 + 128 * 128) * 4);  // (A, B) of every head, f32
+      ++permutes[item.stage];
+    }
+    if (const auto* l = std::get_if<Loop>(&item.what);
+        l && item.stage.find("cp") != std::string::npos)
+      loop_trips[item.stage] += static_cast<int>(l->trips);
+  }
+  // Hillis-Steele over 16 devices: 4 rounds and the shift to the exclusive prefix, per pass.
+  EXPECT_EQ(permutes["fwd: cp prefix"], 5);
+  EXPECT_EQ(permutes["remat: cp prefix"], 5);
+  EXPECT_EQ(permutes["bwd: cp prefix"], 5);
+  // The fold runs over the 32 local chunks in the forward, the recompute and the backward.
+  EXPECT_EQ(loop_trips["fwd: cp compose"], 32);
+  EXPECT_EQ(loop_trips["remat: cp compose"], 32);
+  EXPECT_EQ(loop_trips["bwd: cp compose"], 32);
+}
+
+TEST(ContextParallel, OnlyTheLaxScanBuildComposesTheState) {
+  namespace g = kernels::gdn;
+  const g::GdnShape local{.batch = 1, .seq = 4096, .heads = 32, .dk = 128, .dv = 128, .chunk = 128};
+  g::LayerOptions o{.build = g::Build::ladder};
+  o.context = MeshAxis{"context", 16, true, 3, false};
+  try {
+    g::layer_core(local, o);
+    FAIL() << "the kernel builds do not compose the state across context shards";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("use build main"), std::string::npos) << e.what();
+  }
+  StepConfig c = context_parallel(16);
+  c.gdn.build = g::Build::ladder;
+  EXPECT_THROW(predict_step(c), Error);
+}
+
+TEST(ContextParallel, ShardsTheSequenceAndCountsFlopsPerDevice) {
+  const StepPrediction one = predict_step(context_parallel(1));
+  const StepPrediction cp = predict_step(context_parallel(16));
+  // Each chip holds 65536 / 16 tokens of one sequence; MaxText's per-device batch is 1/16.
+  EXPECT_NEAR(cp.tokens_per_s_per_chip * cp.step_time_s, 65536.0 / 16, 1e-6);
+  EXPECT_NEAR(cp.model_flops_per_chip, one.model_flops_per_chip / 16,
+              1e-3 * cp.model_flops_per_chip);
+  // The attention layers all-gather the keys and values over the context axis, exposed.
+  double exposed = 0;
+  for (const StepPart& part : cp.parts)
+    if (part.name == "attention layer") exposed = part.exposed_s;
+  EXPECT_GT(exposed, 0);
+  // Sharding the sequence cuts the per-chip work by more than it adds in prefix and gathers.
+  EXPECT_LT(cp.step_time_s, one.step_time_s / 4);
 }
 
 }  // namespace
