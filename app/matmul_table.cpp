@@ -9,6 +9,7 @@
 #include <set>
 
 #include "kernels/generic.h"
+#include "models/chip_loader.h"
 #include "models/yaml_errors.h"
 #include "sim/timing/engine.h"
 
@@ -188,7 +189,7 @@ std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants
       "it\n"
       "reproduces the values recorded in `models/chips/shared.yaml`.\n\n";
   out += "## Engine constants, fitted on the v5e Pallas matmul table\n\n";
-  out += fmt::format("Data: `{}` ({}).\n\n", cal.file, cal.source);
+  out += fmt::format("Data: `{}` ({}).\n\n", repo_relative(cal.file), cal.source);
   out +=
       "Fit: Nelder-Mead on the mean squared log error of predicted against measured time over all\n"
       "rows, from a fixed starting simplex (deterministic). The timings come from `timeit` around "
@@ -214,27 +215,35 @@ std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants
       "micro-benchmark of those chips is in the calibration set.\n\n";
   out += table_markdown(cal);
   out += "\n## Blind configuration B4 (predictions only)\n\n";
-  out += fmt::format("`{}`: measured results are withheld and judge the model.\n\n", blind.file);
+  out += fmt::format("`{}`: measured results are withheld and judge the model.\n\n",
+                     repo_relative(blind.file));
   out += table_markdown(blind);
   return out;
 }
 
-std::string shared_yaml_with(const std::string& path, const CalibratedConstants& c,
-                             const MatmulTable& cal) {
-  YAML::Node root = yaml_load_file(path);
-  const std::string fit = fmt::format(
+std::vector<CalibratedValue> calibrated_values(const CalibratedConstants& c,
+                                               const MatmulTable& cal) {
+  const std::string how = fmt::format(
       "fitted by `tpusim calibrate` on {} ({} rows, v5e Pallas and XLA matmul timings, "
       "tpu_hardware.md section 3); RMS log error {:.4f}",
       std::filesystem::path(cal.file).filename().string(), cal.rows.size(), c.rms_log_error);
-  auto set = [&](const char* key, auto value) {
+  return {
+      {"grid_step_overhead_cycles", static_cast<double>(c.grid_step_overhead_cycles), true, how},
+      {"dma_latency_cycles", static_cast<double>(c.dma_latency_cycles), true, how},
+      {"host_dispatch_s", c.host_dispatch_s, false, how}};
+}
+
+std::string shared_yaml_with(const std::string& path, const std::vector<CalibratedValue>& values) {
+  YAML::Node root = yaml_load_file(path);
+  for (const CalibratedValue& v : values) {
     YAML::Node n;
-    n["value"] = value;
-    n["calibrated"] = fit;
-    root[key] = n;
-  };
-  set("grid_step_overhead_cycles", c.grid_step_overhead_cycles);
-  set("dma_latency_cycles", c.dma_latency_cycles);
-  set("host_dispatch_s", c.host_dispatch_s);
+    if (v.integer)
+      n["value"] = static_cast<int64_t>(v.value);
+    else
+      n["value"] = v.value;
+    n["calibrated"] = v.how;
+    root[v.key] = n;
+  }
   YAML::Emitter e;
   e << root;
   return "# Constants shared by every chip. The calibrated ones are written by\n"

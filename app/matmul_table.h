@@ -42,10 +42,21 @@ CalibratedConstants fit_constants(const ChipSpec& chip, const MatmulTable& table
 
 ChipSpec with_constants(ChipSpec chip, const CalibratedConstants& c);
 
-// The calibration report (markdown) and the rewritten shared.yaml contents.
+// The calibration report (markdown) for these constants.
 std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants& c,
                                  const MatmulTable& calibration, const MatmulTable& blind);
-std::string shared_yaml_with(const std::string& shared_yaml_path, const CalibratedConstants& c,
-                             const MatmulTable& calibration);
+
+// One fitted value for models/chips/shared.yaml, with how it was fitted.
+struct CalibratedValue {
+  std::string key;
+  double value = 0;
+  bool integer = false;
+  std::string how;
+};
+std::vector<CalibratedValue> calibrated_values(const CalibratedConstants& c,
+                                               const MatmulTable& calibration);
+// shared.yaml's contents with the values replaced (its header comment kept).
+std::string shared_yaml_with(const std::string& shared_yaml_path,
+                             const std::vector<CalibratedValue>& values);
 
 }  // namespace tpusim

@@ -142,12 +142,18 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   return s;
 }
 
+bool is_micro_benchmark_table(const std::string& file) {
+  const YAML::Node root = yaml_load_file(file);
+  return root.IsMap() && root["rows"];
+}
+
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& p : paths) {
     if (fs::is_directory(p)) {
       for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".yaml")
+        if (e.is_regular_file() && e.path().extension() == ".yaml" &&
+            !is_micro_benchmark_table(e.path().string()))
           files.push_back(e.path().string());
     } else if (fs::exists(p)) {
       files.push_back(p);

@@ -30,7 +30,12 @@ Scenario load_scenario(const std::string& file);
 // The same from a parsed tree; `file` names it in errors (a sweep point passes its base file).
 Scenario load_scenario(const YAML::Node& root, const std::string& file);
 
-// Scenario files under `paths` (files or folders, searched recursively), sorted.
+// A micro-benchmark table (a `rows:` list of kernel or collective timings, calibrate's data)
+// rather than a training-step scenario; such tables live beside the scenarios.
+bool is_micro_benchmark_table(const std::string& file);
+
+// Scenario files under `paths` (files or folders searched recursively, micro-benchmark tables
+// skipped), sorted.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
 
 // The value of `metric` in a prediction.

@@ -14,10 +14,12 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/collective_fit.h"
 #include "app/gdn_report.h"
 #include "app/matmul_table.h"
 #include "app/report.h"
 #include "app/scenario.h"
+#include "app/step_fit.h"
 #include "app/step_report.h"
 #include "app/sweep.h"
 #include "app/timeline_svg.h"
@@ -114,11 +116,9 @@ std::string repo_file(const std::string& relative) {
   return (fs::path(models_dir()).parent_path() / relative).string();
 }
 
-// The matmul micro-benchmark tables (calibrate's data) live beside the step scenarios.
-bool is_matmul_table(const std::string& file) {
-  return file.find("pallas_matmul") != std::string::npos;
-}
-
+// Fits the engine's constants (matmul table, AllGather), then, with them, the whole-step one
+// (v6e's vector rate scale on C3 #1), each on its own data; --write records them and
+// docs/calibration.md.
 void calibrate(bool write) {
   const ChipSpec chip = load_chip("v5e");
   MatmulTable cal = load_matmul_table(repo_file("scenarios/calibration/v5e_pallas_matmul.yaml"));
@@ -127,15 +127,31 @@ void calibrate(bool write) {
   const ChipSpec fitted = with_constants(chip, c);
   predict(fitted, cal);
   predict(fitted, blind);
-  const std::string md = calibration_markdown(fitted, c, cal, blind);
+  CollectiveTable gather =
+      load_collective_table(repo_file("scenarios/calibration/v5e_allgather.yaml"));
+  const CollectiveConstants ici = fit_collective_constants(fitted, gather);
+  predict(with_constants(fitted, ici), gather);
+  const EngineConstants engine{c, ici};
+  const StepConstantFit v6e = fit_vector_rate_scale(
+      repo_file("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"), engine);
+  const std::string md =
+      calibration_markdown(fitted, c, cal, blind) + collective_calibration_markdown(ici, gather) +
+      step_calibration_markdown(v6e, engine,
+                                repo_file("scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml"));
   std::cout << md;
   if (write) {
     OutputFiles files;
-    const std::string shared = (fs::path(models_dir()) / "chips" / "shared.yaml").string();
-    files.stage(shared, shared_yaml_with(shared, c, cal));
+    const fs::path chips = fs::path(models_dir()) / "chips";
+    std::vector<CalibratedValue> values = calibrated_values(c, cal);
+    for (const CalibratedValue& v : calibrated_values(ici, gather)) values.push_back(v);
+    files.stage((chips / "shared.yaml").string(),
+                shared_yaml_with((chips / "shared.yaml").string(), values));
+    const std::string chip_file = (chips / (v6e.chip + ".yaml")).string();
+    files.stage(chip_file, chip_yaml_with(chip_file, v6e));
     files.stage(repo_file("docs/calibration.md"), md);
     files.commit();
-    std::cout << "\nwrote " << shared << " and docs/calibration.md\n";
+    std::cout << "\nwrote " << (chips / "shared.yaml").string() << ", " << chip_file
+              << " and docs/calibration.md\n";
   }
 }
 
@@ -369,8 +385,7 @@ int main(int argc, char** argv) {
         validate_paths = {repo_file("scenarios/calibration"), repo_file("scenarios/blind")};
       std::vector<Scenario> scenarios;
       for (const std::string& f : scenario_files(validate_paths))
-        if (!is_matmul_table(f))
-          scenarios.push_back(load_scenario(f));  // all are checked before any runs
+        scenarios.push_back(load_scenario(f));  // all are checked before any runs
       std::vector<ValidationRow> rows;
       std::vector<std::pair<Scenario, StepPrediction>> blind;
       for (const Scenario& sc : scenarios) {

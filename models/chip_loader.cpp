@@ -42,6 +42,7 @@ const std::map<std::string, Setter>& fields() {
       {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number")},
       {"vpu_transcendental_per_cycle", field(&ChipSpec::vpu_transcendental_per_cycle, "a number")},
       {"vpu_cross_lane_per_cycle", field(&ChipSpec::vpu_cross_lane_per_cycle, "a number")},
+      {"vector_rate_scale", field(&ChipSpec::vector_rate_scale, "a number")},
       {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer")},
       {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer")},
       {"scoped_vmem_bytes", field(&ChipSpec::scoped_vmem_bytes, "an integer")},
@@ -55,6 +56,7 @@ const std::map<std::string, Setter>& fields() {
       {"ici_dims", field(&ChipSpec::ici_dims, "an integer")},
       {"ici_link_bytes_per_s", field(&ChipSpec::ici_link_bytes_per_s, "a number")},
       {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number")},
+      {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number")},
       {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
   };
   return f;
@@ -107,6 +109,10 @@ void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen
 std::string models_dir() {
   if (const char* env = std::getenv("TPUSIM_MODELS_DIR")) return env;
   return TPUSIM_MODELS_DIR;
+}
+
+std::string repo_relative(const std::string& path) {
+  return fs::relative(path, fs::path(models_dir()).parent_path()).string();
 }
 
 std::vector<std::string> known_chips() {

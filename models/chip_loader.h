@@ -11,6 +11,8 @@ namespace tpusim {
 
 // The folder holding chips/ (the source tree's models/ unless TPUSIM_MODELS_DIR is set).
 std::string models_dir();
+// `path` relative to the repository (the parent of models_dir()), for reports and docs.
+std::string repo_relative(const std::string& path);
 
 std::vector<std::string> known_chips();
 

@@ -23,6 +23,9 @@ struct ChipSpec {
   double vpu_divide_per_cycle = 0.5;
   double vpu_transcendental_per_cycle = 0.5;
   double vpu_cross_lane_per_cycle = 0.5;
+  // Multiplies the four rates above: how many times the chip's vector units outrun the v4/v5
+  // figures they come from (1 on v5e/v5p; calibrated on v6e, whose rates are unpublished).
+  double vector_rate_scale = 1;
   int64_t vpu_latency_cycles = 2;
 
   // Memories
@@ -42,6 +45,7 @@ struct ChipSpec {
   int ici_dims = 2;                 // 2D torus (v5e, v6e) or 3D (v5p)
   double ici_link_bytes_per_s = 0;  // one direction, one link
   double ici_hop_latency_s = 0;
+  double ici_efficiency = 1;  // achieved fraction of the links' bandwidth in a collective
   double dcn_bytes_per_s_per_chip = 0;
 
   // Provenance of every value, keyed by YAML key: "source: ...", "derived: ...", ...

@@ -16,7 +16,8 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
   // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
   // An axis over several torus dimensions drives each dimension's links at once.
   const int dims = std::max(1, c.axis.torus_dims);
-  const double bw = chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0) * dims;
+  const double bw =
+      chip.ici_efficiency * chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0) * dims;
   const double side = std::pow(n, 1.0 / dims);
   const double hops = dims * (c.axis.wraparound ? side / 2 : side - 1);
   switch (c.kind) {
@@ -26,7 +27,7 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
     case CollectiveKind::all_reduce:  // reduce-scatter followed by all-gather
       return 2 * ((n - 1) / n * bytes / bw + hops * chip.ici_hop_latency_s);
     case CollectiveKind::permute:
-      return bytes / chip.ici_link_bytes_per_s + chip.ici_hop_latency_s;
+      return bytes / (chip.ici_efficiency * chip.ici_link_bytes_per_s) + chip.ici_hop_latency_s;
   }
   return 0;
 }

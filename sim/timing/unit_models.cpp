@@ -6,8 +6,9 @@
 namespace tpusim {
 namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t per_cycle(int64_t vregs, double rate) {
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(vregs) / rate)));
+int64_t per_cycle(const ChipSpec& chip, int64_t vregs, double rate) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(vregs) /
+                                                             (rate * chip.vector_rate_scale))));
 }
 }  // namespace
 
@@ -34,37 +35,37 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
     case OpKind::dot:
       return 0;
     case OpKind::elementwise:
-      if (op.fn == EwFn::div) return per_cycle(vreg_count(out.shape), chip.vpu_divide_per_cycle);
-      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+      if (op.fn == EwFn::div) return per_cycle(chip, vreg_count(out.shape), chip.vpu_divide_per_cycle);
+      return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::transcendental:
-      return per_cycle(vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
+      return per_cycle(chip, vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
     case OpKind::cast:
     case OpKind::copy:
-      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+      return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::mask:  // iota, compare, select
-      return per_cycle(3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
+      return per_cycle(chip, 3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::reshape: {  // a view unless the minor (lane) dim changes: then a relayout
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const bool same_lanes = !in.empty() && !out.shape.empty() && in.back() == out.shape.back();
-      return same_lanes ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+      return same_lanes ? 0 : per_cycle(chip, vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
     }
     case OpKind::slice: {  // sublane-aligned slices of the last two dims, and leading dims, are
                            // views
       const int rank = static_cast<int>(out.shape.size());
       const bool view = op.axis < rank - 2 || (op.axis == rank - 2 && op.start % kSublanes == 0 &&
                                                op.size % kSublanes == 0);
-      return view ? 0 : per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+      return view ? 0 : per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     }
     case OpKind::concat:
-      return per_cycle(vreg_count(out.shape), chip.vpu_simple_per_cycle);
+      return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::reduce: {
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const int rank = static_cast<int>(in.size());
       // Vregs first combine elementwise down to one per output tile; only the last step of a
       // lane or sublane reduction crosses lanes (the XLU), once per output vreg.
-      int64_t c = per_cycle(vreg_count(in), chip.vpu_simple_per_cycle);
+      int64_t c = per_cycle(chip, vreg_count(in), chip.vpu_simple_per_cycle);
       for (int a : op.reduce_axes)
-        if (a >= rank - 2) c += per_cycle(vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+        if (a >= rank - 2) c += per_cycle(chip, vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
       return c;
     }
   }

@@ -1,10 +1,14 @@
-// Re-derives the calibrated constants recorded in models/chips/shared.yaml from the data they were
-// fitted on, and holds every calibration row to the 15% goal.
+// Re-derives the calibrated constants recorded in models/chips/shared.yaml and v6e.yaml from the
+// data they were fitted on, holds every micro-benchmark row to the 15% goal, and checks the
+// whole-step constant on a row it was not fitted on.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "app/collective_fit.h"
 #include "app/matmul_table.h"
+#include "app/scenario.h"
+#include "app/step_fit.h"
 #include "models/chip_loader.h"
 
 namespace tpusim {
@@ -43,6 +47,44 @@ TEST(Calibration, BlindRowsHaveNoMeasurementsAndGetPredictions) {
   }
   // 8x the grid steps of the 4096 case at the same per-step cost.
   EXPECT_NEAR(blind.rows[1].predicted_s / blind.rows[0].predicted_s, 8.0, 0.1);
+}
+
+TEST(Calibration, CollectiveFitReproducesTheRecordedConstants) {
+  const ChipSpec recorded = load_chip("v5e");
+  CollectiveTable table = load_collective_table(repo("scenarios/calibration/v5e_allgather.yaml"));
+  const CollectiveConstants fit = fit_collective_constants(recorded, table);
+  EXPECT_NEAR(fit.ici_efficiency, recorded.ici_efficiency, 1e-9);
+  EXPECT_NEAR(fit.ici_hop_latency_s, recorded.ici_hop_latency_s, 1e-15);
+  // By hand: the bandwidth terms are 3/4 x bytes / 45 GB/s (559.2 and 2.18 us) over 3 hops, so
+  // two equations give efficiency 557.0 / 672 and latency (8 - 2.18 / e) / 3 us.
+  const double a1 = 0.75 * 33554432 / 45e9, a2 = 0.75 * 131072 / 45e9;
+  const double e = (a1 - a2) / (680e-6 - 8e-6);
+  EXPECT_NEAR(fit.ici_efficiency, e, 1e-9);
+  EXPECT_NEAR(fit.ici_hop_latency_s, (8e-6 - a2 / e) / 3, 1e-12);
+  predict(recorded, table);
+  for (const CollectiveRow& r : table.rows) EXPECT_LT(std::abs(r.error_pct()), 1.0) << r.what;
+  for (const char* key : {"ici_efficiency", "ici_hop_latency_s"})
+    EXPECT_EQ(recorded.provenance.at(key).rfind("calibrated: ", 0), 0u) << key;
+}
+
+TEST(Calibration, V6eVectorRateScaleIsReDerivedFromC3Row1) {
+  const ChipSpec v6e = load_chip("v6e");
+  const StepConstantFit fit = fit_vector_rate_scale(
+      repo("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"), recorded_engine_constants(v6e));
+  EXPECT_EQ(fit.chip, "v6e");
+  EXPECT_NEAR(fit.value, v6e.vector_rate_scale, 1e-9) << "run `build/tpusim calibrate --write`";
+  EXPECT_EQ(v6e.provenance.at("vector_rate_scale").rfind("calibrated: ", 0), 0u);
+  EXPECT_NEAR(fit.predicted, fit.measured, 1e-3 * fit.measured);
+  // The other chips keep their own rates.
+  EXPECT_EQ(load_chip("v5e").vector_rate_scale, 1);
+  EXPECT_EQ(load_chip("v5p").vector_rate_scale, 1);
+}
+
+TEST(Calibration, V6eScaleHoldsOnC3Row7ItWasNotFittedOn) {
+  const Scenario row7 = load_scenario(repo("scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml"));
+  const double predicted = predict_step(row7.step).step_time_s;
+  const double measured = row7.measured.at("step_time_s");
+  EXPECT_LT(std::abs(predicted - measured) / measured, 0.10);
 }
 
 }  // namespace

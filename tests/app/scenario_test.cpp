@@ -42,7 +42,6 @@ TEST(Scenario, ShippedScenariosLoad) {
   int calibration = 0, blind = 0;
   for (const std::string& f :
        scenario_files({repo("scenarios/calibration"), repo("scenarios/blind")})) {
-    if (f.find("pallas_matmul") != std::string::npos) continue;
     const Scenario s = load_scenario(f);
     (s.measured.empty() ? blind : calibration) += 1;
     if (f.find("/blind/") != std::string::npos) EXPECT_TRUE(s.measured.empty()) << f;

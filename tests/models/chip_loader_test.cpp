@@ -19,7 +19,7 @@ TEST(ChipLoader, ShippedChipsLoadWithProvenanceForEveryValue) {
   for (const std::string& name : known_chips()) {
     const ChipSpec c = load_chip(name);
     EXPECT_EQ(c.name, name);
-    EXPECT_EQ(c.provenance.size(), 24u) << name;
+    EXPECT_EQ(c.provenance.size(), 26u) << name;  // every chip parameter
     for (const auto& [key, p] : c.provenance) EXPECT_FALSE(p.empty()) << key;
   }
   EXPECT_EQ(load_chip("v5p").tensorcores, 2);
@@ -28,8 +28,10 @@ TEST(ChipLoader, ShippedChipsLoadWithProvenanceForEveryValue) {
 
 std::string error_of(const std::string& yaml) {
   // One file per test: ctest runs the test cases in parallel processes.
-  const fs::path dir = fs::temp_directory_path() /
-                       ("tpusim_chip_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tpusim_chip_test_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   const fs::path f = dir / "bad.yaml";
   std::ofstream(f) << yaml;

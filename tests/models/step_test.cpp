@@ -42,7 +42,11 @@ TEST(Flops, GdnLayersCountEightHvDkDvPerToken) {
 }
 
 TEST(Collectives, RingCostsByHand) {
-  const ChipSpec v5e = load_chip("v5e");
+  // The ring formulas at full link efficiency and 1 us per hop (the book's assumptions); the
+  // calibrated values are checked by tests/app/calibration_test.cpp.
+  ChipSpec v5e = load_chip("v5e");
+  v5e.ici_efficiency = 1;
+  v5e.ici_hop_latency_s = 1e-6;
   // Scaling book pop quiz: AllGather of 34 MB over a 4-chip axis without wraparound:
   // 3/4 x 34e6 / 4.5e10 = 566.7 us, plus 3 hops of 1 us.
   const MeshAxis line{"y", 4, false, 1, false};
@@ -59,9 +63,16 @@ TEST(Collectives, RingCostsByHand) {
   // All-reduce = reduce-scatter + all-gather; DCN uses the per-chip DCN bandwidth.
   EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 34'000'000, line}),
               2 * (566.667e-6 + 3e-6), 1e-9);
+  // The achieved link efficiency stretches the bandwidth term only; DCN does not use it.
+  ChipSpec slow = v5e;
+  slow.ici_efficiency = 0.5;
+  EXPECT_NEAR(collective_seconds(slow, {CollectiveKind::all_gather, 34'000'000, line}),
+              2 * 566.667e-6 + 3e-6, 1e-9);
   const MeshAxis dcn{"data", 4, false, 1, true};
   EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}),
               2 * 0.75 * 1e6 / 3.125e9, 1e-12);
+  EXPECT_EQ(collective_seconds(slow, {CollectiveKind::all_reduce, 1'000'000, dcn}),
+            collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}));
 }
 
 TEST(Memory, SmallModelByHand) {

@@ -1,0 +1,107 @@
+#include "app/step_fit.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "app/scenario.h"
+#include "sim/error.h"
+
+namespace tpusim {
+namespace {
+
+Scenario with_engine(Scenario s, const EngineConstants& e) {
+  s.step.chip = with_constants(with_constants(s.step.chip, e.matmul), e.collectives);
+  return s;
+}
+
+double predicted_step(Scenario s, double scale) {
+  s.step.chip.vector_rate_scale = scale;
+  return predict_step(s.step).step_time_s;
+}
+
+double four_digits(double x) {
+  const double unit = std::pow(10.0, std::floor(std::log10(x)) - 3);
+  return std::round(x / unit) * unit;
+}
+
+}  // namespace
+
+EngineConstants recorded_engine_constants(const ChipSpec& chip) {
+  EngineConstants e;
+  e.matmul.grid_step_overhead_cycles = chip.grid_step_overhead_cycles;
+  e.matmul.dma_latency_cycles = chip.dma_latency_cycles;
+  e.matmul.host_dispatch_s = chip.host_dispatch_s;
+  e.collectives = {chip.ici_efficiency, chip.ici_hop_latency_s};
+  return e;
+}
+
+StepConstantFit fit_vector_rate_scale(const std::string& file, const EngineConstants& e) {
+  const Scenario s = with_engine(load_scenario(file), e);
+  if (!s.measured.count("step_time_s"))
+    throw Error(file + ": the vector_rate_scale fit needs a measured step_time_s");
+  StepConstantFit fit{"vector_rate_scale", s.chip_name, file, "step_time_s"};
+  fit.measured = s.measured.at("step_time_s");
+  double lo = 0.25, hi = 8;  // scales of the v4/v5 vector rates worth considering
+  if (predicted_step(s, lo) < fit.measured || predicted_step(s, hi) > fit.measured)
+    throw Error(fmt::format("{}: no vector_rate_scale in [{}, {}] meets the measured step time",
+                            file, lo, hi));
+  fit.evaluations = 2;
+  while (hi / lo > 1 + 1e-5) {
+    const double mid = std::sqrt(lo * hi);
+    (predicted_step(s, mid) > fit.measured ? lo : hi) = mid;
+    ++fit.evaluations;
+  }
+  fit.value = four_digits(std::sqrt(lo * hi));
+  fit.predicted = predicted_step(s, fit.value);
+  return fit;
+}
+
+std::string step_calibration_markdown(const StepConstantFit& fit, const EngineConstants& e,
+                                      const std::string& check_file) {
+  Scenario check = with_engine(load_scenario(check_file), e);
+  check.step.chip.vector_rate_scale = fit.value;
+  const StepPrediction p = predict_step(check.step);
+  std::string out = "## Whole-step constants, fitted on measured training steps\n\n";
+  out +=
+      "The step model adds one calibrated constant of the three it may (issue 4). The C1 rows "
+      "are\nnot fitted on: docs/validation.md shows what the model predicts for them.\n\n";
+  out += "| constant | chip | fitted value | fitted on | meaning |\n|---|---|---|---|---|\n";
+  out += fmt::format(
+      "| `{}` | {} | {:.4g} | `{}` {} (measured {:.4g}, predicted {:.4g}; {} evaluations) | "
+      "the chip's VPU and EUP throughput per cycle relative to the v4/v5 figures its "
+      "`vpu_*` rates come from |\n\n",
+      fit.key, fit.chip, fit.value, std::filesystem::path(fit.scenario_file).filename().string(),
+      fit.metric, fit.measured, fit.predicted, fit.evaluations);
+  out += fmt::format(
+      "Check on the same chip, not fitted on: `{}` step time measured {:.4g} s, predicted {:.4g} "
+      "s ({:+.1f}%).\n\n",
+      std::filesystem::path(check_file).filename().string(), check.measured.at("step_time_s"),
+      p.step_time_s,
+      100 * (p.step_time_s - check.measured.at("step_time_s")) / check.measured.at("step_time_s"));
+  return out;
+}
+
+std::string chip_yaml_with(const std::string& path, const StepConstantFit& fit) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::regex block(fit.key + ":\\n  value: [^\\n]*\\n  [a-z]+: [^\\n]*\\n");
+  const std::string s = text.str();
+  if (!std::regex_search(s, block))
+    throw Error(
+        fmt::format("{}: no '{}' block of a value and a provenance to update", path, fit.key));
+  return std::regex_replace(
+      s, block,
+      fmt::format("{}:\n  value: {:.4g}\n  calibrated: \"fitted by `tpusim calibrate` on {} {} "
+                  "(measured {:.4g}, predicted {:.4g})\"\n",
+                  fit.key, fit.value, std::filesystem::path(fit.scenario_file).filename().string(),
+                  fit.metric, fit.measured, fit.predicted),
+      std::regex_constants::format_first_only);
+}
+
+}  // namespace tpusim
