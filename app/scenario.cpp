@@ -128,11 +128,20 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   if (const YAML::Node m = root["measured"]) {
     std::set<std::string> keys(kMetrics.begin(), kMetrics.end());
     keys.insert("source");
+    keys.insert("attention_flops");
     only_keys(f, m, "measured", keys);
     if (!m["source"]) yaml_fail(f, m, "measured.source", "measured values need a source");
     s.measured_source = yaml_as<std::string>(f, m["source"], "measured.source", "a string");
     for (const std::string& k : kMetrics)
       if (m[k]) s.measured[k] = yaml_as<double>(f, m[k], "measured." + k, "a number");
+    if (m["attention_flops"]) {
+      const std::string a =
+          yaml_as<std::string>(f, m["attention_flops"], "measured.attention_flops", "a string");
+      if (a != "causal" && a != "full")
+        yaml_fail(f, m["attention_flops"], "measured.attention_flops",
+                  "expected causal (MaxText since mid-2025) or full (before)");
+      s.measured_attention = a == "full" ? AttentionCount::full : AttentionCount::causal;
+    }
   }
   try {
     check(c);

@@ -24,6 +24,8 @@ struct Scenario {
   std::string chip_name, model_name;
   std::string measured_source;
   std::map<std::string, double> measured;  // metric -> value
+  // How the measured TFLOP/s and MFU counted attention (`measured.attention_flops`).
+  AttentionCount measured_attention = AttentionCount::causal;
 };
 
 Scenario load_scenario(const std::string& file);

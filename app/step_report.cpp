@@ -51,10 +51,13 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   for (const MemoryItem& m : p.memory)
     out += fmt::format("  {} {};", m.what, format_bytes(m.bytes));
   out += "\n";
-  for (const auto& [metric_name, value] : s.measured)
-    out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", metric_name,
-                       value, s.measured_source, metric(p, metric_name),
-                       100 * (metric(p, metric_name) - value) / value);
+  for (const ValidationRow& r : validation_rows(s, p))
+    out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", r.metric,
+                       r.measured, r.source, r.predicted, r.error_pct());
+  if (s.measured_attention == AttentionCount::full)
+    out +=
+        "(the measured FLOP rates count attention in full, as MaxText did before mid-2025; "
+        "so do the predictions above)\n";
   return out;
 }
 
@@ -111,10 +114,18 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
 }
 
 std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p) {
+  // A log that counted attention in full reports FLOP rates on that count: predict on it too.
+  const StepConfig& c = s.step;
+  const double count_ratio =
+      maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq, s.measured_attention) /
+      maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq);
   std::vector<ValidationRow> rows;
   for (const std::string& m : kMetrics)
-    if (s.measured.count(m))
-      rows.push_back({s.name, m, s.measured_source, metric(p, m), s.measured.at(m)});
+    if (s.measured.count(m)) {
+      const bool rate = m == "tflops_per_chip" || m == "mfu";
+      rows.push_back({s.name, m, s.measured_source, metric(p, m) * (rate ? count_ratio : 1),
+                      s.measured.at(m)});
+    }
   return rows;
 }
 

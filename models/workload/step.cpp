@@ -402,13 +402,14 @@ void check(const StepConfig& c) {
         kernels::gdn::name(c.gdn.build)));
 }
 
-double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s) {
+double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, AttentionCount count) {
   const double B = static_cast<double>(b), S = static_cast<double>(s),
                E = static_cast<double>(m.d_model);
   const double ffn = 2 * B * S * m.mlp_dim * E * (m.swiglu ? 2 : 1) + 2 * B * S * m.mlp_dim * E;
   const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
   const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
-  const double causal = 4 * B * S * S * m.q_heads * m.head_dim / 2;
+  const double causal =
+      4 * B * S * S * m.q_heads * m.head_dim / (count == AttentionCount::causal ? 2 : 1);
   const double embedding = 2 * B * S * E * m.vocab;
   const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim),
                V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);

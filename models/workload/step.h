@@ -88,7 +88,11 @@ StepPrediction predict_step(const StepConfig& c);
 // parameters whose ~10^6 small grid steps would dominate the trace file.
 Program one_of_each_part(const StepConfig& c);
 
-// MaxText's calculate_tflops_training_per_device (xla_lowering.md 4.2), in FLOPs per device.
-double maxtext_flops_per_device(const ModelConfig& m, int64_t batch_per_chip, int64_t seq);
+// MaxText's calculate_tflops_training_per_device (xla_lowering.md 4.2), in FLOPs per device. It
+// counts causal attention at half since mid-2025 and in full before (measured_runs.md C3), so a
+// logged TFLOP/s is compared with the count of its time.
+enum class AttentionCount { causal, full };
+double maxtext_flops_per_device(const ModelConfig& m, int64_t batch_per_chip, int64_t seq,
+                                AttentionCount count = AttentionCount::causal);
 
 }  // namespace tpusim

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/step_report.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
 
@@ -110,6 +111,22 @@ TEST(Scenario, MoeModelIsOutOfReach) {
   const std::string e =
       error_of("chip: v5e\nchips: 256\nmodel: mixtral-8x7b\nseq: 2048\nbatch_per_chip: 6\n");
   EXPECT_NE(e.find("mixture-of-experts layers are not modelled yet"), std::string::npos) << e;
+}
+
+TEST(Scenario, FlopRatesAreComparedOnTheLogsAttentionCount) {
+  const Scenario s = load_scenario(repo("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"));
+  ASSERT_EQ(s.measured_attention, AttentionCount::full);
+  const StepPrediction p = predict_step(s.step);
+  // Llama3.1-8B, batch 4 x seq 8192: the full count adds 3 x 32 layers x 4 B S^2 H D / 2.
+  const double extra = 3.0 * 32 * 4 * 4 * 8192.0 * 8192 * 32 * 128 / 2;
+  for (const ValidationRow& r : validation_rows(s, p)) {
+    if (r.metric == "tflops_per_chip")
+      EXPECT_NEAR(r.predicted, (p.model_flops_per_chip + extra) / p.step_time_s / 1e12, 1e-6);
+    if (r.metric == "step_time_s") EXPECT_DOUBLE_EQ(r.predicted, p.step_time_s);
+  }
+  const std::string e =
+      error_of(std::string(kGood) + "measured: {source: x, mfu: 0.6, attention_flops: half}\n");
+  EXPECT_NE(e.find("key 'measured.attention_flops': expected causal"), std::string::npos) << e;
 }
 
 TEST(Scenario, MeasuredNeedsASource) {
