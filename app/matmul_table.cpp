@@ -187,7 +187,7 @@ std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants
       "lists each fitted constant, the data it was fitted on, and predicted against measured for\n"
       "every row of that data. `tests/app/calibration_test.cpp` re-runs the fit and checks that "
       "it\n"
-      "reproduces the values recorded in `models/chips/shared.yaml`.\n\n";
+      "reproduces the values recorded in `models/chips/shared.yaml` and `v6e.yaml`.\n\n";
   out += "## Engine constants, fitted on the v5e Pallas matmul table\n\n";
   out += fmt::format("Data: `{}` ({}).\n\n", repo_relative(cal.file), cal.source);
   out +=
@@ -210,6 +210,11 @@ std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants
       c.host_dispatch_s * 1e6);
   out += fmt::format("RMS log error {:.4f} after {} evaluations of the table.\n\n", c.rms_log_error,
                      c.evaluations);
+  out +=
+      "The table cannot tell the grid-step overhead from the MXU fill/drain latency (both are paid "
+      "once\nper dependent step of a block chain; the fit is equally good over a range of the "
+      "pair). The\nfill/drain latency is fixed by C1's head-batching saving (below), and the fits "
+      "repeat until\nboth settle.\n\n";
   out +=
       "The constants are shared by v6e and v5p (in cycles, for the two on-chip ones): no public\n"
       "micro-benchmark of those chips is in the calibration set.\n\n";

@@ -1,7 +1,9 @@
-// The whole-step model's calibrated constants (issue 4 allows at most three), each fitted on one
-// measured row of measured_runs.md and written into the chip file it belongs to:
-//  - v6e's vector_rate_scale, on C3 #1's step time (v6e's VPU and EUP rates are unpublished and
-//    its attention is vector-bound); C3 #7 on the same chip checks it.
+// The whole-step model's calibrated constants (issue 4 allows at most three), each fitted on
+// measured rows of measured_runs.md:
+//  - mxu_fill_drain_per_dim (shared.yaml), the MXU result latency, on C1's head-batching saving
+//    (the scan build against the heads build: batching heads hides exactly this latency);
+//  - v6e's vector_rate_scale (v6e.yaml), on C3 #1's step time (v6e's VPU and EUP rates are
+//    unpublished and its attention is vector-bound); C3 #7 on the same chip checks it.
 #pragma once
 #include <string>
 
@@ -14,7 +16,9 @@ namespace tpusim {
 struct EngineConstants {
   CalibratedConstants matmul;
   CollectiveConstants collectives;
+  double mxu_fill_drain_per_dim = 2;
 };
+ChipSpec with_constants(ChipSpec chip, const EngineConstants& e);
 EngineConstants recorded_engine_constants(const ChipSpec& chip);
 
 struct StepConstantFit {
@@ -28,7 +32,13 @@ struct StepConstantFit {
 // measurement; the value is rounded to four significant digits so the chip file is stable.
 StepConstantFit fit_vector_rate_scale(const std::string& scenario_file, const EngineConstants& e);
 
-std::string step_calibration_markdown(const StepConstantFit& fit, const EngineConstants& e,
+// Bisection on the latency until the predicted step-time difference of the two builds meets the
+// measured one (it grows with the latency the unbatched scan kernels expose).
+StepConstantFit fit_mxu_fill_drain(const std::string& scan_file, const std::string& heads_file,
+                                   const EngineConstants& e);
+
+std::string step_calibration_markdown(const StepConstantFit& fill_drain,
+                                      const StepConstantFit& vector_scale, const EngineConstants& e,
                                       const std::string& check_file);
 
 // The chip file's text with the constant's value and provenance replaced (comments kept).

@@ -116,38 +116,60 @@ std::string repo_file(const std::string& relative) {
   return (fs::path(models_dir()).parent_path() / relative).string();
 }
 
-// Fits the engine's constants (matmul table, AllGather), then, with them, the whole-step one
-// (v6e's vector rate scale on C3 #1), each on its own data; --write records them and
+// Fits the engine's constants (matmul table, AllGather) and the whole-step ones (the MXU
+// fill/drain latency on C1's head-batching saving, v6e's vector rate scale on C3 #1), each on its
+// own data. The fits depend on each other (the matmul table sees the fill/drain latency, C1 the
+// matmul constants), so they repeat until the values stop changing. --write records them and
 // docs/calibration.md.
 void calibrate(bool write) {
-  const ChipSpec chip = load_chip("v5e");
+  const ChipSpec v5e = load_chip("v5e");
   MatmulTable cal = load_matmul_table(repo_file("scenarios/calibration/v5e_pallas_matmul.yaml"));
   MatmulTable blind = load_matmul_table(repo_file("scenarios/blind/b4_pallas_matmul_128.yaml"));
-  const CalibratedConstants c = fit_constants(chip, cal);
-  const ChipSpec fitted = with_constants(chip, c);
-  predict(fitted, cal);
-  predict(fitted, blind);
   CollectiveTable gather =
       load_collective_table(repo_file("scenarios/calibration/v5e_allgather.yaml"));
-  const CollectiveConstants ici = fit_collective_constants(fitted, gather);
-  predict(with_constants(fitted, ici), gather);
-  const EngineConstants engine{c, ici};
-  const StepConstantFit v6e = fit_vector_rate_scale(
-      repo_file("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"), engine);
-  const std::string md =
-      calibration_markdown(fitted, c, cal, blind) + collective_calibration_markdown(ici, gather) +
-      step_calibration_markdown(v6e, engine,
-                                repo_file("scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml"));
+  const std::string c1 = "scenarios/calibration/c1/", c3 = "scenarios/calibration/c3/";
+  EngineConstants engine = recorded_engine_constants(v5e);
+  StepConstantFit fill_drain, vector_scale;
+  for (int round = 0; round < 8; ++round) {
+    const EngineConstants before = engine;
+    ChipSpec chip = v5e;
+    chip.mxu_fill_drain_per_dim = engine.mxu_fill_drain_per_dim;
+    chip.mxu_fill_drain_cycles = chip.fill_drain_cycles_from_dim();
+    engine.matmul = fit_constants(chip, cal);
+    engine.collectives = fit_collective_constants(with_constants(chip, engine.matmul), gather);
+    fill_drain =
+        fit_mxu_fill_drain(repo_file(c1 + "c1_scan.yaml"), repo_file(c1 + "c1_heads.yaml"), engine);
+    engine.mxu_fill_drain_per_dim = fill_drain.value;
+    if (engine.matmul.grid_step_overhead_cycles == before.matmul.grid_step_overhead_cycles &&
+        engine.matmul.dma_latency_cycles == before.matmul.dma_latency_cycles &&
+        engine.mxu_fill_drain_per_dim == before.mxu_fill_drain_per_dim)
+      break;
+  }
+  vector_scale = fit_vector_rate_scale(repo_file(c3 + "c3_01_v6e_llama3.1-8b.yaml"), engine);
+  const ChipSpec fitted = with_constants(v5e, engine);
+  predict(fitted, cal);
+  predict(fitted, blind);
+  predict(fitted, gather);
+  const std::string md = calibration_markdown(fitted, engine.matmul, cal, blind) +
+                         collective_calibration_markdown(engine.collectives, gather) +
+                         step_calibration_markdown(fill_drain, vector_scale, engine,
+                                                   repo_file(c3 + "c3_07_v6e_llama3.1-70b.yaml"));
   std::cout << md;
   if (write) {
     OutputFiles files;
     const fs::path chips = fs::path(models_dir()) / "chips";
-    std::vector<CalibratedValue> values = calibrated_values(c, cal);
-    for (const CalibratedValue& v : calibrated_values(ici, gather)) values.push_back(v);
+    std::vector<CalibratedValue> values = calibrated_values(engine.matmul, cal);
+    for (const CalibratedValue& v : calibrated_values(engine.collectives, gather))
+      values.push_back(v);
+    values.push_back({fill_drain.key, fill_drain.value, false,
+                      fmt::format("fitted by `tpusim calibrate` on C1's head-batching saving: "
+                                  "c1_scan.yaml minus c1_heads.yaml step time (measured {:.4g} s, "
+                                  "predicted {:.4g} s)",
+                                  fill_drain.measured, fill_drain.predicted)});
     files.stage((chips / "shared.yaml").string(),
                 shared_yaml_with((chips / "shared.yaml").string(), values));
-    const std::string chip_file = (chips / (v6e.chip + ".yaml")).string();
-    files.stage(chip_file, chip_yaml_with(chip_file, v6e));
+    const std::string chip_file = (chips / (vector_scale.chip + ".yaml")).string();
+    files.stage(chip_file, chip_yaml_with(chip_file, vector_scale));
     files.stage(repo_file("docs/calibration.md"), md);
     files.commit();
     std::cout << "\nwrote " << (chips / "shared.yaml").string() << ", " << chip_file

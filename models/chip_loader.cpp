@@ -36,7 +36,7 @@ const std::map<std::string, Setter>& fields() {
       {"tensorcores", field(&ChipSpec::tensorcores, "an integer")},
       {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer")},
       {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer")},
-      {"mxu_fill_drain_cycles", field(&ChipSpec::mxu_fill_drain_cycles, "an integer")},
+      {"mxu_fill_drain_per_dim", field(&ChipSpec::mxu_fill_drain_per_dim, "a number")},
       {"peak_bf16_flops", field(&ChipSpec::peak_bf16_flops, "a number")},
       {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number")},
       {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number")},
@@ -145,6 +145,7 @@ ChipSpec load_chip(const std::string& name_or_path) {
     if (!seen.count(key))
       throw Error(fmt::format("{}: missing chip parameter '{}'", file.string(), key));
   if (c.name.empty()) throw Error(fmt::format("{}: missing 'name'", file.string()));
+  c.mxu_fill_drain_cycles = c.fill_drain_cycles_from_dim();
   if (c.clock_hz <= 0 || c.mxus_per_core < 1 || c.mxu_dim < 8 || c.tensorcores < 1 ||
       c.hbm_bytes_per_s <= 0 || c.dma_queues < 1 || c.scoped_vmem_bytes > c.vmem_bytes)
     throw Error(

@@ -15,7 +15,10 @@ struct ChipSpec {
   int tensorcores = 1;  // 2 = megacore (v5p)
   int mxus_per_core = 4;
   int mxu_dim = 128;
-  int64_t mxu_fill_drain_cycles = 0;  // latency from the last row in to the last result out
+  // Latency from a dot's last row in to its last result out, in units of mxu_dim (one value for
+  // every generation; unpublished, calibrated), and in cycles (derived by the loader).
+  double mxu_fill_drain_per_dim = 2;
+  int64_t mxu_fill_drain_cycles = 0;
   double peak_bf16_flops = 0;  // per chip, as published (used for MFU and a consistency test)
 
   // VPU: vreg ops per cycle by op class, and result latency
@@ -51,6 +54,9 @@ struct ChipSpec {
   // Provenance of every value, keyed by YAML key: "source: ...", "derived: ...", ...
   std::map<std::string, std::string> provenance;
 
+  int64_t fill_drain_cycles_from_dim() const {
+    return static_cast<int64_t>(mxu_fill_drain_per_dim * mxu_dim + 0.5);
+  }
   double cycles_to_s(int64_t c) const { return static_cast<double>(c) / clock_hz; }
   int64_t s_to_cycles(double s) const { return static_cast<int64_t>(s * clock_hz + 0.5); }
   double hbm_bytes_per_cycle() const { return hbm_bytes_per_s / clock_hz; }

@@ -3,6 +3,7 @@
 // whole-step constant on a row it was not fitted on.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "app/collective_fit.h"
@@ -78,6 +79,36 @@ TEST(Calibration, V6eVectorRateScaleIsReDerivedFromC3Row1) {
   // The other chips keep their own rates.
   EXPECT_EQ(load_chip("v5e").vector_rate_scale, 1);
   EXPECT_EQ(load_chip("v5p").vector_rate_scale, 1);
+}
+
+TEST(Calibration, FillDrainLatencyIsReDerivedFromC1HeadBatching) {
+  const ChipSpec v5e = load_chip("v5e");
+  const StepConstantFit fit = fit_mxu_fill_drain(repo("scenarios/calibration/c1/c1_scan.yaml"),
+                                                 repo("scenarios/calibration/c1/c1_heads.yaml"),
+                                                 recorded_engine_constants(v5e));
+  EXPECT_NEAR(fit.value, v5e.mxu_fill_drain_per_dim, 1e-9)
+      << "run `build/tpusim calibrate --write`";
+  EXPECT_EQ(v5e.provenance.at("mxu_fill_drain_per_dim").rfind("calibrated: ", 0), 0u);
+  EXPECT_NEAR(fit.predicted, fit.measured, 0.01 * fit.measured);
+  // Derived per chip from the array width.
+  EXPECT_EQ(v5e.mxu_fill_drain_cycles, std::llround(v5e.mxu_fill_drain_per_dim * 128));
+  EXPECT_EQ(load_chip("v6e").mxu_fill_drain_cycles, std::llround(v5e.mxu_fill_drain_per_dim * 256));
+}
+
+TEST(Calibration, C1SavingsComeInTheMeasuredOrder) {
+  // Not fitted on: only the scan-heads difference is. The kernel change's three steps must save
+  // in the measured order of size: ladder > scan kernel > head batching.
+  double step[4];
+  const char* builds[] = {"main", "scan", "heads", "ladder"};
+  for (int b = 0; b < 4; ++b)
+    step[b] = predict_step(load_scenario(repo(std::string("scenarios/calibration/c1/c1_") +
+                                              builds[b] + ".yaml"))
+                               .step)
+                  .step_time_s;
+  const double scan = step[0] - step[1], heads = step[1] - step[2], ladder = step[2] - step[3];
+  EXPECT_GT(ladder, scan);
+  EXPECT_GT(scan, heads);
+  EXPECT_GT(heads, 0);
 }
 
 TEST(Calibration, V6eScaleHoldsOnC3Row7ItWasNotFittedOn) {

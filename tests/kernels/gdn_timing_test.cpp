@@ -60,9 +60,13 @@ TEST(GdnTiming, HeadBatchingFillsTheMxuPipelineOfTheDependentChain) {
       double(cause(one, Cause::mxu_fill_drain) + cause(one, Cause::dependency)) / one.cycles;
   const double exposed8 =
       double(cause(eight, Cause::mxu_fill_drain) + cause(eight, Cause::dependency)) / eight.cycles;
-  EXPECT_GT(exposed1, 0.3);   // one head: the chain's latency is most of the step
-  EXPECT_LT(exposed8, 0.15);  // eight independent heads hide most of it
-  EXPECT_LT(eight.time_s, 0.5 * one.time_s);
+  // One head exposes the chain's MXU latency every chunk; eight independent heads hide nearly
+  // all of it, and walk 8x fewer grid steps (the calibrated latency is short, so the grid steps
+  // are the larger part of the saving at C1's shape).
+  EXPECT_GT(exposed1, 0.05);
+  EXPECT_LT(exposed8, exposed1 / 5);
+  EXPECT_EQ(cause(one, Cause::step_overhead), 8 * cause(eight, Cause::step_overhead));
+  EXPECT_LT(eight.time_s, 0.6 * one.time_s);
   EXPECT_EQ(one.flops, eight.flops);
 }
 
