@@ -3,6 +3,7 @@
 // timeline, totals and (for a scenario file) the training-step breakdown redraw. --screenshot
 // renders one frame after the simulation finishes, writes it as PNG and exits (for Xvfb).
 #include <GLFW/glfw3.h>
+#include <fmt/format.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
@@ -44,6 +45,9 @@ const char* kKernels[] = {"matmul",     "gdn-scan-fwd",         "gdn-scan-bwd",
                           "gdn-invert", "gdn-solve-triangular", "gdn-layer"};
 const char* kChips[] = {"v5e", "v6e", "v5p"};
 const char* kBuilds[] = {"main", "scan", "heads", "ladder"};
+// The scan kernels' dot precision: what the TPU runs (one bf16 pass), or HIGHEST (six passes, as
+// the functional tests check the algorithm). Mosaic has no HIGH.
+const char* kPrecisions[] = {"DEFAULT", "HIGHEST"};
 // Errors within this are shown green in the predicted-against-measured table (the bar the
 // calibration rows are held to, issue 4).
 constexpr double kCloseErrorPct = 10;
@@ -52,6 +56,7 @@ struct Knobs {
   int kernel = 1, chip = 0, build = 3;
   int batch = 1, seq = 4096, heads = 32, chunk = 128, head_tile = 8, head_tile_bwd = 4, tile_n = 8;
   int m = 4096, bm = 512, bk = 1024, bn = 1024;
+  int precision = 0;                    // index into kPrecisions
   int compare = -1, compare_build = 0;  // a second kernel (and GDN build) on the same axis
   bool operator==(const Knobs&) const = default;
 };
@@ -59,6 +64,7 @@ struct Knobs {
 // One simulated schedule with its lane index for the timeline.
 struct Shown {
   std::string what;
+  Program program;  // what ran: the timeline's tooltips read shapes from it
   RunResult run;
   std::vector<gui::LaneIndex> lanes;
 };
@@ -132,6 +138,10 @@ class Worker {
   std::thread thread_;
 };
 
+Precision scan_precision(const Knobs& k) {
+  return k.precision == 1 ? Precision::highest : Precision::default_;
+}
+
 Program program_for(int kernel, int build, const Knobs& k) {
   const g::GdnShape s{
       .batch = k.batch, .seq = k.seq, .heads = k.heads, .dk = 128, .dv = 128, .chunk = k.chunk};
@@ -141,10 +151,10 @@ Program program_for(int kernel, int build, const Knobs& k) {
       p.add_kernel(kernels::pallas_matmul({k.m, k.m, k.m, k.bm, k.bk, k.bn}));
       break;
     case 1:
-      p.add_kernel(g::scan_forward(s, {k.head_tile}));
+      p.add_kernel(g::scan_forward(s, {k.head_tile, scan_precision(k)}));
       break;
     case 2:
-      p.add_kernel(g::scan_backward(s, {k.head_tile_bwd}));
+      p.add_kernel(g::scan_backward(s, {k.head_tile_bwd, scan_precision(k)}));
       break;
     case 3:
       p.add_kernel(g::invert_ladder(s, k.tile_n));
@@ -165,9 +175,8 @@ std::string label_of(int kernel, int build) {
 }
 
 Shown simulate_one(const ChipSpec& chip, int kernel, int build, const Knobs& k) {
-  Shown s{label_of(kernel, build),
-          simulate(chip, program_for(kernel, build, k), {.record_timeline = true}),
-          {}};
+  Shown s{label_of(kernel, build), program_for(kernel, build, k), {}, {}};
+  s.run = simulate(chip, s.program, {.record_timeline = true});
   s.lanes = gui::index_lanes(s.run);
   return s;
 }
@@ -227,6 +236,8 @@ bool knobs_panel(Knobs& k) {
     if (k.kernel != 2) ImGui::SliderInt("head tile", &k.head_tile, 1, 16);
     if (k.kernel == 2 || k.kernel == 5) ImGui::SliderInt("bwd head tile", &k.head_tile_bwd, 1, 16);
     ImGui::SliderInt("tile_n", &k.tile_n, 1, 8);
+    if (k.kernel == 1 || k.kernel == 2)
+      ImGui::Combo("precision", &k.precision, kPrecisions, IM_ARRAYSIZE(kPrecisions));
   }
   return !(before == k);
 }
@@ -256,11 +267,9 @@ void totals_panel(const Outcome& o) {
     for (int c = 0; c < kNumCauses; ++c) {
       const float cw =
           w * static_cast<float>(r.time[c]) / static_cast<float>(std::max<int64_t>(1, r.cycles));
-      static const ImU32 colours[] = {
-          IM_COL32(76, 120, 168, 255),  IM_COL32(228, 87, 86, 255),   IM_COL32(245, 133, 24, 255),
-          IM_COL32(238, 202, 59, 255),  IM_COL32(157, 117, 93, 255),  IM_COL32(186, 176, 172, 255),
-          IM_COL32(178, 121, 162, 255), IM_COL32(121, 112, 110, 255), IM_COL32(90, 90, 90, 255)};
-      dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14), colours[c]);
+
+      dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14),
+                        gui::cause_colour(static_cast<Cause>(c)));
       x += cw;
     }
     ImGui::Dummy(ImVec2(w, 16));
@@ -271,6 +280,11 @@ void totals_panel(const Outcome& o) {
         ImGui::SameLine();
       }
     ImGui::NewLine();
+    std::string busy = "utilisation:";
+    for (size_t u = 0; u < r.units.size(); ++u)
+      if (r.unit_busy[u] > 0)
+        busy += fmt::format("  {} {:.0f}%", r.units[u].name, 100.0 * r.unit_busy[u] / r.cycles);
+    ImGui::TextWrapped("%s", busy.c_str());
     // Per-kernel VMEM, folded away for programs of many kernels so the step panel stays visible.
     ImGui::SetNextItemOpen(r.kernels.size() <= 4, ImGuiCond_Appearing);
     if (ImGui::TreeNode("vmem", "VMEM per kernel (%zu kernels)", r.kernels.size())) {
@@ -502,11 +516,12 @@ int main(int argc, char** argv) {
     if (shown.run) {
       const auto t0 = std::chrono::steady_clock::now();
       if (shown.compare) ImGui::TextUnformatted(shown.run->what.c_str());
-      gui::draw_timeline(shown.run->run, shown.run->lanes, tl, "timeline");
+      gui::draw_timeline(shown.run->run, shown.run->lanes, tl, "timeline", &shown.run->program);
       if (shown.compare) {
         // The same window (from, to) on the same cycle axis: the two schedules line up.
         ImGui::TextUnformatted(shown.compare->what.c_str());
-        gui::draw_timeline(shown.compare->run, shown.compare->lanes, tl, "compare");
+        gui::draw_timeline(shown.compare->run, shown.compare->lanes, tl, "compare",
+                           &shown.compare->program);
       }
       draw_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

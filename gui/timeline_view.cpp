@@ -11,6 +11,48 @@
 namespace tpusim::gui {
 namespace {
 
+ImU32 unit_colour(UnitKind k) {
+  switch (k) {
+    case UnitKind::mxu:
+      return IM_COL32(76, 120, 168, 255);
+    case UnitKind::vpu:
+      return IM_COL32(84, 162, 75, 255);
+    case UnitKind::dma:
+      return IM_COL32(242, 166, 90, 255);
+    case UnitKind::hbm:
+      return IM_COL32(140, 140, 140, 255);
+    case UnitKind::ici:
+      return IM_COL32(178, 121, 162, 255);
+    case UnitKind::scalar:
+      return IM_COL32(157, 117, 93, 255);
+  }
+  return IM_COL32_WHITE;
+}
+
+std::string shape_text(const Value& v) {
+  return to_string(v.shape) + " " + std::string(name(v.dtype));
+}
+
+std::string kernel_shapes(const Kernel& k, const std::string& label) {
+  for (const Op& op : k.body)
+    if (op.name == label) {
+      std::string in;
+      for (ValueId v : op.inputs) in += (in.empty() ? "" : ", ") + shape_text(k.values.at(v));
+      return (in.empty() ? "" : in + " -> ") + shape_text(k.values.at(op.output));
+    }
+  // DMA labels: "fetch" an input block, "write" an output block.
+  for (const auto& [verb, specs] :
+       {std::pair{"fetch ", &k.inputs}, std::pair{"write ", &k.outputs}})
+    if (label.rfind(verb, 0) == 0)
+      for (const BlockSpec& s : *specs)
+        if (s.array.name == label.substr(6))
+          return "block " + to_string(s.block_shape) + " of " + to_string(s.array.shape) + " " +
+                 std::string(name(s.array.dtype));
+  return "";
+}
+
+}  // namespace
+
 ImU32 cause_colour(Cause c) {
   switch (c) {
     case Cause::busy:
@@ -35,25 +77,19 @@ ImU32 cause_colour(Cause c) {
   return IM_COL32_WHITE;
 }
 
-ImU32 unit_colour(UnitKind k) {
-  switch (k) {
-    case UnitKind::mxu:
-      return IM_COL32(76, 120, 168, 255);
-    case UnitKind::vpu:
-      return IM_COL32(84, 162, 75, 255);
-    case UnitKind::dma:
-      return IM_COL32(242, 166, 90, 255);
-    case UnitKind::hbm:
-      return IM_COL32(140, 140, 140, 255);
-    case UnitKind::ici:
-      return IM_COL32(178, 121, 162, 255);
-    case UnitKind::scalar:
-      return IM_COL32(157, 117, 93, 255);
-  }
-  return IM_COL32_WHITE;
+std::string event_shapes(const Program& p, int item, const std::string& label) {
+  if (item < 0 || item >= static_cast<int>(p.items.size())) return "";
+  const ProgramItem& it = p.items[item];
+  if (const auto* call = std::get_if<KernelCall>(&it.what))
+    return kernel_shapes(*call->kernel, label);
+  if (const auto* loop = std::get_if<Loop>(&it.what))
+    for (const auto& k : loop->body)
+      if (std::string s = kernel_shapes(*k, label); !s.empty()) return s;
+  if (const auto* c = std::get_if<Collective>(&it.what))
+    return std::to_string(c->bytes) + " B over " + c->axis.name + " (" +
+           std::to_string(c->axis.size) + " chips)";
+  return "";
 }
-
-}  // namespace
 
 std::vector<LaneIndex> index_lanes(const RunResult& r) {
   std::vector<LaneIndex> lanes(r.units.size());
@@ -68,7 +104,7 @@ std::vector<LaneIndex> index_lanes(const RunResult& r) {
 }
 
 void draw_timeline(const RunResult& r, const std::vector<LaneIndex>& index, TimelineState& st,
-                   const char* id) {
+                   const char* id, const Program* program) {
   if (st.to <= st.from)
     st.from = 0, st.to = std::max<int64_t>(1, std::max(st.fit_cycles, r.cycles));
   // Lanes: units with events, grouped as the engine numbered them.
@@ -183,6 +219,10 @@ void draw_timeline(const RunResult& r, const std::vector<LaneIndex>& index, Time
     ImGui::Text("%s", r.labels[hover->label].c_str());
     ImGui::Text("unit %s", r.units[hover->unit].name.c_str());
     if (hover->item >= 0) ImGui::Text("item %s", r.item_names[hover->item].c_str());
+    if (program && hover->cause == Cause::busy)
+      if (const std::string s = event_shapes(*program, hover->item, r.labels[hover->label]);
+          !s.empty())
+        ImGui::Text("shapes %s", s.c_str());
     if (hover->step >= 0) ImGui::Text("grid step %lld", static_cast<long long>(hover->step));
     ImGui::Text("%.3f .. %.3f us (%lld cycles)", hover->start * us_per_cycle,
                 hover->end * us_per_cycle, static_cast<long long>(hover->end - hover->start));

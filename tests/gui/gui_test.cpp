@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gui/timeline_view.h"
+#include "kernels/gdn/scan.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,6 +62,17 @@ int coloured_pixels(const Png& p, int x0, int y0, int x1, int y1) {
   return n;
 }
 
+// Pixels of the error text's red.
+int red_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  int red = 0;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x) {
+      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+      red += c[0] > 200 && c[1] < 140 && c[2] < 140;
+    }
+  return red;
+}
+
 TEST(Gui, HeadlessScreenshotDrawsTheTimeline) {
   int status = -1;
   const Png p = screenshot("--kernel gdn-scan-fwd --head-tile 8 --seq 1024", &status);
@@ -98,6 +112,19 @@ TEST(Gui, StepPanelShowsPredictedAgainstMeasured) {
       << p.log;
 }
 
+TEST(Gui, TooltipsNameTheShapesOfOpsAndBlocks) {
+  namespace g = tpusim::kernels::gdn;
+  const g::GdnShape s{.batch = 1, .seq = 1024, .heads = 32, .dk = 128, .dv = 128, .chunk = 128};
+  tpusim::Program p;
+  p.add_kernel(g::scan_forward(s, {8}));
+  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "[q_g; w] @ h"),
+            "[8,256,128] bf16, [8,128,128] bf16 -> [8,256,128] f32");
+  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "fetch h_saved"), "");  // an output is written
+  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "write h_saved"),
+            "block [1,1,8,128,128] of [1,8,32,128,128] f32");
+  EXPECT_EQ(tpusim::gui::event_shapes(p, 1, "anything"), "");  // no such item
+}
+
 TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   const fs::path bad = fs::temp_directory_path() / "tpusim_gui_bad_scenario.yaml";
   std::ofstream(bad)
@@ -107,6 +134,7 @@ TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   EXPECT_EQ(status, 0);
   ASSERT_EQ(p.w, 1600);
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);  // the kernel still ran and drew
+  EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);  // and the file's error is in the window
 }
 
 TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
@@ -117,13 +145,7 @@ TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
   ASSERT_EQ(p.w, 1600);
   // No timeline, but the red error text in the totals panel.
   EXPECT_LT(coloured_pixels(p, 120, 380, 1580, 640), 1000);
-  int red = 0;
-  for (int y = 0; y < 330; ++y)
-    for (int x = 340; x < 1590; ++x) {
-      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-      red += c[0] > 200 && c[1] < 140 && c[2] < 140;
-    }
-  EXPECT_GT(red, 100);
+  EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);
 }
 
 }  // namespace
