@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build if needed, then run the calibration batches and the blind batch and print
-# predicted against measured: the v5e matmul table (engine constants, blind B4) and every
-# training-step scenario (writes docs/validation.md; blind predictions at its end).
+# predicted against measured: the calibrated constants with their data (v5e matmul table and
+# blind B4, v5e AllGather, C1 head batching, C3 #1) and every training-step scenario (writes
+# docs/validation.md; blind predictions at its end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
