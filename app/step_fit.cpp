@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -27,6 +28,27 @@ double predicted_step(Scenario s, double scale) {
 double four_digits(double x) {
   const double unit = std::pow(10.0, std::floor(std::log10(x)) - 3);
   return std::round(x / unit) * unit;
+}
+
+// Sets fit.value to the x in [lo, hi] where predicted(x) meets fit.measured (predicted monotone
+// either way; geometric bisection), rounded to four significant digits so the recorded value is
+// stable, and fit.predicted to the prediction there.
+void solve(StepConstantFit& fit, double lo, double hi,
+           const std::function<double(double)>& predicted, const std::string& none) {
+  const double at_lo = predicted(lo), at_hi = predicted(hi);
+  fit.evaluations = 2;
+  if ((at_lo - fit.measured) * (at_hi - fit.measured) > 0)
+    throw Error(fmt::format("{} in [{}, {}] meets the measured {} ({:.4g}; {:.4g} .. {:.4g})", none,
+                            lo, hi, fit.metric, fit.measured, at_lo, at_hi));
+  const bool rising = at_hi > at_lo;
+  while (hi / lo > 1 + 1e-5) {
+    const double mid = std::sqrt(lo * hi);
+    ((predicted(mid) < fit.measured) == rising ? lo : hi) = mid;
+    ++fit.evaluations;
+  }
+  fit.value = four_digits(std::sqrt(lo * hi));
+  fit.predicted = predicted(fit.value);
+  ++fit.evaluations;
 }
 
 }  // namespace
@@ -54,18 +76,10 @@ StepConstantFit fit_vector_rate_scale(const std::string& file, const EngineConst
     throw Error(file + ": the vector_rate_scale fit needs a measured step_time_s");
   StepConstantFit fit{"vector_rate_scale", s.chip_name, file, "step_time_s"};
   fit.measured = s.measured.at("step_time_s");
-  double lo = 0.25, hi = 8;  // scales of the v4/v5 vector rates worth considering
-  if (predicted_step(s, lo) < fit.measured || predicted_step(s, hi) > fit.measured)
-    throw Error(fmt::format("{}: no vector_rate_scale in [{}, {}] meets the measured step time",
-                            file, lo, hi));
-  fit.evaluations = 2;
-  while (hi / lo > 1 + 1e-5) {
-    const double mid = std::sqrt(lo * hi);
-    (predicted_step(s, mid) > fit.measured ? lo : hi) = mid;
-    ++fit.evaluations;
-  }
-  fit.value = four_digits(std::sqrt(lo * hi));
-  fit.predicted = predicted_step(s, fit.value);
+  // Scales of the v4/v5 vector rates worth considering.
+  solve(
+      fit, 0.25, 8, [&](double scale) { return predicted_step(s, scale); },
+      file + ": no vector_rate_scale");
   return fit;
 }
 
@@ -85,20 +99,8 @@ StepConstantFit fit_mxu_fill_drain(const std::string& scan_file, const std::stri
     return predict_step(with_engine(scan, with).step).step_time_s -
            predict_step(with_engine(heads, with).step).step_time_s;
   };
-  double lo = 0.25, hi = 4;  // between a quarter and four times the array dimension
-  if (saving(lo) > fit.measured || saving(hi) < fit.measured)
-    throw Error(
-        fmt::format("{}: no fill/drain latency in [{}, {}] x mxu_dim meets the measured "
-                    "head-batching saving",
-                    scan_file, lo, hi));
-  fit.evaluations = 4;
-  while (hi / lo > 1 + 1e-5) {
-    const double mid = std::sqrt(lo * hi);
-    (saving(mid) < fit.measured ? lo : hi) = mid;
-    fit.evaluations += 2;
-  }
-  fit.value = four_digits(std::sqrt(lo * hi));
-  fit.predicted = saving(fit.value);
+  // Between a quarter and four times the array dimension.
+  solve(fit, 0.25, 4, saving, scan_file + ": no fill/drain latency (x mxu_dim)");
   return fit;
 }
 
