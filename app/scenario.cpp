@@ -41,9 +41,10 @@ int64_t positive(const std::string& f, const YAML::Node& n, const std::string& p
 Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
 
 Scenario load_scenario(const YAML::Node& root, const std::string& f) {
-  only_keys(f, root, "",
-            {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
-             "batch_per_chip", "remat", "gdn", "attention", "scoped_vmem_kib", "measured"});
+  only_keys(
+      f, root, "",
+      {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
+       "remat", "offload", "gdn", "attention", "scoped_vmem_kib", "measured"});
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
@@ -76,6 +77,22 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
       c.remat = parse_remat(yaml_as<std::string>(f, root["remat"], "remat", "a string"));
     } catch (const Error& e) {
       yaml_fail(f, root["remat"], "remat", e.what());
+    }
+  }
+  if (const YAML::Node o = root["offload"]) {  // what goes to pinned host memory
+    if (!o.IsSequence())
+      yaml_fail(f, o, "offload", "expected a list of decoder_layer_input and/or saved");
+    for (size_t i = 0; i < o.size(); ++i) {
+      const std::string what =
+          yaml_as<std::string>(f, o[i], fmt::format("offload[{}]", i), "a string");
+      if (what == "decoder_layer_input")
+        c.offload_layer_inputs = true;
+      else if (what == "saved")
+        c.offload_saved = true;
+      else
+        yaml_fail(f, o[i], fmt::format("offload[{}]", i),
+                  "expected decoder_layer_input (the saved layer inputs) or saved (the tensors "
+                  "the remat policy saves)");
     }
   }
   c.mesh.fsdp = c.chips_per_slice;

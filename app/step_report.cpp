@@ -49,7 +49,8 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   out += fmt::format("  exposed collectives {:.1f}%\n", 100 * exposed / p.step_time_s);
   out += "memory:";
   for (const MemoryItem& m : p.memory)
-    out += fmt::format("  {} {};", m.what, format_bytes(m.bytes));
+    out += fmt::format("  {} {}{};", m.what, format_bytes(m.bytes),
+                       m.on_device ? "" : " (offloaded to host)");
   out += "\n";
   for (const ValidationRow& r : validation_rows(s, p))
     out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", r.metric,
@@ -102,7 +103,8 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   }
   j["parts"] = parts;
   json mem = json::array();
-  for (const MemoryItem& m : p.memory) mem.push_back({{"what", m.what}, {"bytes", m.bytes}});
+  for (const MemoryItem& m : p.memory)
+    mem.push_back({{"what", m.what}, {"bytes", m.bytes}, {"on_device", m.on_device}});
   j["memory"] = mem;
   if (!s.measured.empty()) {
     json m = json::object();

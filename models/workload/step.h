@@ -43,6 +43,10 @@ struct StepConfig {
   int64_t seq = 4096;
   int64_t batch_per_chip = 1;
   Remat remat = Remat::full;
+  // Host offload (MaxText's *_offloaded and custom policies): the saved layer inputs and/or the
+  // tensors the remat policy saves live in pinned host memory. Their transfer time over the host
+  // link is not modelled.
+  bool offload_layer_inputs = false, offload_saved = false;
   kernels::gdn::LayerOptions gdn;
   int64_t gdn_chunk = 128;
   int64_t attention_block = 512;
@@ -63,6 +67,7 @@ struct StepPart {
 struct MemoryItem {
   std::string what;
   int64_t bytes = 0;
+  bool on_device = true;  // false: offloaded to pinned host memory, not counted in peak HBM
 };
 
 struct StepPrediction {

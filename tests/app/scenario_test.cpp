@@ -129,6 +129,15 @@ TEST(Scenario, FlopRatesAreComparedOnTheLogsAttentionCount) {
   EXPECT_NE(e.find("key 'measured.attention_flops': expected causal"), std::string::npos) << e;
 }
 
+TEST(Scenario, OffloadListsWhatGoesToHost) {
+  EXPECT_EQ(error_of(std::string(kGood) + "offload: [decoder_layer_input, saved]\n"), "");
+  const std::string e = error_of(std::string(kGood) + "offload: [decoder_layer_input, mlpwo]\n");
+  EXPECT_NE(e.find(":6:32: key 'offload[1]': expected decoder_layer_input"), std::string::npos)
+      << e;
+  const Scenario s = load_scenario(repo("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"));
+  EXPECT_TRUE(s.step.offload_layer_inputs && s.step.offload_saved);
+}
+
 TEST(Scenario, MeasuredNeedsASource) {
   const std::string e = error_of(std::string(kGood) + "measured: {mfu: 0.6}\n");
   EXPECT_NE(e.find("key 'measured.source': measured values need a source"), std::string::npos) << e;
