@@ -198,6 +198,18 @@ void bench() {
         trace ? fmt::format(", {} timeline events ({:.2f} M/s)", events, events / wall / 1e6) : "",
         r.time_s * 1e3);
   }
+  // Whole training steps: every layer kind's program simulated once, as `run` and `validate` do.
+  for (const char* f : {"scenarios/calibration/c1/c1_main.yaml",
+                        "scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml",
+                        "scenarios/blind/b3_v5p-64_context64_1m_main.yaml"}) {
+    const Scenario s = load_scenario(repo_file(f));
+    const auto t0 = std::chrono::steady_clock::now();
+    const StepPrediction p = predict_step(s.step);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("training step {}: wall {:.3f} s for a simulated {:.3f} s step\n", s.name, wall,
+               p.step_time_s);
+  }
 }
 
 }  // namespace
