@@ -43,7 +43,7 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
   const double tflops = r.time_s > 0 ? r.flops / r.time_s / 1e12 : 0;
   out += fmt::format("chip {}  time {:.4f} ms  ({} cycles at {:.3g} GHz)\n", r.chip, r.time_s * 1e3,
                      r.cycles, chip.clock_hz / 1e9);
-  out += fmt::format("flops {:.4g}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s peak\n",
+  out += fmt::format("flops {:.4g}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s bf16 peak\n",
                      static_cast<double>(r.flops), tflops,
                      100 * tflops * 1e12 / chip.peak_bf16_flops, chip.peak_bf16_flops / 1e12);
   out += fmt::format("HBM {} read, {} written  ->  {:.1f} GB/s ({:.1f}% of {:.0f} GB/s)\n",

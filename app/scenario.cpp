@@ -44,7 +44,7 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   only_keys(
       f, root, "",
       {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
-       "remat", "offload", "gdn", "attention", "scoped_vmem_kib", "measured"});
+       "remat", "offload", "quantization", "gdn", "attention", "scoped_vmem_kib", "measured"});
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
@@ -78,6 +78,11 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
     } catch (const Error& e) {
       yaml_fail(f, root["remat"], "remat", e.what());
     }
+  }
+  if (const YAML::Node q = root["quantization"]) {  // MaxText's quantization: int8 (AQT)
+    if (yaml_as<std::string>(f, q, "quantization", "a string") != "int8")
+      yaml_fail(f, q, "quantization", "expected int8 (AQT int8 weight matmuls)");
+    c.int8_matmuls = true;
   }
   if (const YAML::Node o = root["offload"]) {  // what goes to pinned host memory
     if (!o.IsSequence())

@@ -54,7 +54,8 @@ struct Outputs {
 DType parse_dtype(const std::string& s) {
   if (s == "bf16") return DType::bf16;
   if (s == "f32") return DType::f32;
-  throw Error(fmt::format("unknown dtype '{}' (known: bf16, f32)", s));
+  if (s == "int8") return DType::s8;
+  throw Error(fmt::format("unknown dtype '{}' (known: bf16, f32, int8)", s));
 }
 
 void run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
@@ -244,7 +245,7 @@ int main(int argc, char** argv) {
   xdot->add_option("--m", dm, "rows")->required();
   xdot->add_option("--k", dk, "contracting dimension")->required();
   xdot->add_option("--n", dn, "columns")->required();
-  xdot->add_option("--dtype", dtype, "dtype (bf16, f32)")->capture_default_str();
+  xdot->add_option("--dtype", dtype, "operand dtype (bf16, f32, int8)")->capture_default_str();
   dot_out.add_to(xdot);
 
   int64_t rows = 0, cols = 0, block_rows = 0;

@@ -22,8 +22,9 @@ std::shared_ptr<const Kernel> matmul_nest(std::string name, Origin origin, const
   b.grid({s.m / s.bm, s.n / s.bn, s.k / s.bk}, {kPar, kPar, kArb});
   const ValueId x = b.input({"x", {s.m, s.k}, s.dtype}, {s.bm, s.bk}, IndexMap({axis(0), axis(2)}));
   const ValueId y = b.input({"y", {s.k, s.n}, s.dtype}, {s.bk, s.bn}, IndexMap({axis(2), axis(1)}));
-  const ValueId z =
-      b.output({"z", {s.m, s.n}, s.dtype}, {s.bm, s.bn}, IndexMap({axis(0), axis(1)}));
+  // An int8 product (AQT) is rescaled to bf16 on the way out.
+  const DType out = s.dtype == DType::s8 ? DType::bf16 : s.dtype;
+  const ValueId z = b.output({"z", {s.m, s.n}, out}, {s.bm, s.bn}, IndexMap({axis(0), axis(1)}));
   const ValueId acc = b.scratch("acc", {s.bm, s.bn}, DType::f32);
   const When first_k{When::first, 2}, last_k{When::last, 2};
   b.fill("zero acc", acc, 0.0, first_k);

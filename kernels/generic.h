@@ -12,7 +12,8 @@ namespace tpusim::kernels {
 struct MatmulShape {
   int64_t m = 0, k = 0, n = 0;
   int64_t bm = 0, bk = 0, bn = 0;
-  DType dtype = DType::bf16;  // inputs and output; accumulation is f32 in VMEM scratch
+  DType dtype = DType::bf16;  // inputs and output (s8 inputs give a bf16 output); accumulation is
+                              // f32 (s32 for s8) in VMEM scratch
 };
 
 // The Pallas guide's kernel: grid (m/bm, n/bn, k/bk), semantics (parallel, parallel, arbitrary),

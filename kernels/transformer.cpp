@@ -237,6 +237,8 @@ std::string name(Fusion f) {
       return "cross entropy";
     case Fusion::adamw:
       return "adamw";
+    case Fusion::quantize:
+      return "quantize int8";
   }
   return "?";
 }
@@ -425,6 +427,17 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
             cols, f32);
         out("mu", m2, cols, f32);
         out("nu", v2, cols, f32);
+        break;
+      }
+      case Fusion::quantize: {
+        const ValueId x = in("x", cols, dtype);
+        const ValueId amax =
+            kb.reduce_max("max |x|", ew("|x|", EwFn::max, {x, kb.scale("-x", x, -1.0)}), {1});
+        const ValueId scale = ew("127 / max |x|", EwFn::div,
+                                 {kb.fill("127", kb.temp("c", {1, 1}, f32), 127.0), amax});
+        out("x int8", kb.cast("round to int8", ew("x scale", EwFn::mul, {x, scale}), DType::s8),
+            cols, DType::s8);
+        out("scale", scale, 1, f32);
         break;
       }
     }

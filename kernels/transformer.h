@@ -49,6 +49,7 @@ enum class Fusion {
   gated_rmsnorm_bwd,
   cross_entropy,  // softmax cross-entropy over the vocabulary, forward and its gradient
   adamw,          // one AdamW step on f32 parameters, gradients and moments
+  quantize,       // AQT int8: per-row scale = 127 / max|x|, round, cast to int8 (and the scales)
 };
 std::string name(Fusion f);
 

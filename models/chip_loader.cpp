@@ -38,6 +38,7 @@ const std::map<std::string, Setter>& fields() {
       {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer")},
       {"mxu_fill_drain_per_dim", field(&ChipSpec::mxu_fill_drain_per_dim, "a number")},
       {"peak_bf16_flops", field(&ChipSpec::peak_bf16_flops, "a number")},
+      {"peak_int8_ops", field(&ChipSpec::peak_int8_ops, "a number")},
       {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number")},
       {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number")},
       {"vpu_transcendental_per_cycle", field(&ChipSpec::vpu_transcendental_per_cycle, "a number")},

@@ -20,6 +20,8 @@ struct ChipSpec {
   double mxu_fill_drain_per_dim = 2;
   int64_t mxu_fill_drain_cycles = 0;
   double peak_bf16_flops = 0;  // per chip, as published (used for MFU and a consistency test)
+  double peak_int8_ops = 0;    // per chip, as published: an int8 dot streams this much faster
+  double int8_speedup() const { return peak_int8_ops / peak_bf16_flops; }
 
   // VPU: vreg ops per cycle by op class, and result latency
   double vpu_simple_per_cycle = 2;

@@ -16,6 +16,7 @@ inline ChipSpec round_chip(int tensorcores = 1) {
   c.mxu_dim = 128;
   c.mxu_fill_drain_cycles = 256;
   c.peak_bf16_flops = c.mxu_flops_per_cycle() * c.clock_hz;
+  c.peak_int8_ops = 2 * c.peak_bf16_flops;
   c.vpu_simple_per_cycle = 2;
   c.vpu_divide_per_cycle = 0.5;
   c.vpu_transcendental_per_cycle = 0.5;

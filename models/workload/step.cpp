@@ -52,11 +52,18 @@ MeshAxis slice_axis(const StepConfig& c, const std::string& name, int64_t size, 
 // Builds one layer's program in phases, recording which ops the remat policy recomputes.
 class LayerProgram {
  public:
-  LayerProgram(const StepConfig& c) : c_(c) {}
+  // `weights_int8`: the program's dots are weight matmuls that AQT quantizes (not the logits).
+  LayerProgram(const StepConfig& c, bool weights_int8 = true)
+      : c_(c), int8_(weights_int8 && c.int8_matmuls) {}
   Program p;
 
+  // x [m, k] times y [k, n]; with int8 matmuls both operands are quantized first.
   void dot(const std::string& stage, int64_t m, int64_t k, int64_t n) {
-    p.add_kernel(kernels::xla_dot(c_.chip, m, k, n), {}, stage);
+    if (int8_) {
+      fusion(stage, Fusion::quantize, m, k);
+      fusion(stage, Fusion::quantize, k, n);
+    }
+    p.add_kernel(kernels::xla_dot(c_.chip, m, k, n, int8_ ? DType::s8 : DType::bf16), {}, stage);
   }
   // y = x W (x [M, K], W [K, N]): the forward dot, and in the backward dX and dW.
   void dot_bwd(const std::string& stage, int64_t m, int64_t k, int64_t n) {
@@ -72,6 +79,7 @@ class LayerProgram {
 
  private:
   const StepConfig& c_;
+  bool int8_;
 };
 
 // What a remat policy keeps from the forward pass (so the backward does not recompute it).
@@ -204,7 +212,7 @@ Program gdn_layer(const StepConfig& c, const Local& l) {
 }
 
 Program embedding_and_logits(const StepConfig& c, const Local& l) {
-  LayerProgram lp(c);
+  LayerProgram lp(c, /*weights_int8=*/false);
   const int64_t M = l.tokens, E = c.model.d_model, Vv = c.model.vocab / c.mesh.tensor;
   lp.fusion("fwd: embedding", Fusion::residual_add, M, E);  // the lookup: a gather of M rows
   lp.fusion("fwd: logits", Fusion::rmsnorm, M, E);

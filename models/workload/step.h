@@ -47,6 +47,10 @@ struct StepConfig {
   // tensors the remat policy saves live in pinned host memory. Their transfer time over the host
   // link is not modelled.
   bool offload_layer_inputs = false, offload_saved = false;
+  // MaxText `quantization: int8` (AQT): the layers' weight matmuls run on int8 operands, forward
+  // and both backward products, each operand quantized by an XLA fusion first. Attention and
+  // the logits stay bf16.
+  bool int8_matmuls = false;
   kernels::gdn::LayerOptions gdn;
   int64_t gdn_chunk = 128;
   int64_t attention_block = 512;

@@ -49,7 +49,9 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
     if (dot) {
       const DotShape d = k.dot_shape(op);
       const int passes = k.mxu_passes(op);
-      const MxuWork w = mxu_work(chip, d, passes);
+      const bool int8 =
+          k.values[op.inputs[0]].dtype == DType::s8 && k.values[op.inputs[1]].dtype == DType::s8;
+      const MxuWork w = mxu_work(chip, d, passes, int8);
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
                        [&](int a, int b) { return mxu_free[a] < mxu_free[b]; });
@@ -94,7 +96,8 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
       for (ValueId v : op.inputs)  // the last tile's share of the work follows the last tile
         end = std::max(end, value_ready[v] + (c + stream_tiles[v] - 1) / stream_tiles[v]);
       unit_free = end;
-      s.ops.push_back({i, nmxu + (eup ? 1 : 0), end - c, end});  // busy cycles, as late as they can be
+      s.ops.push_back(
+          {i, nmxu + (eup ? 1 : 0), end - c, end});  // busy cycles, as late as they can be
       ti.ready = end + chip.vpu_latency_cycles;
       produced_first = ti.ready;
     }

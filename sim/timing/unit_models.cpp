@@ -12,7 +12,7 @@ int64_t per_cycle(const ChipSpec& chip, int64_t vregs, double rate) {
 }
 }  // namespace
 
-MxuWork mxu_work(const ChipSpec& chip, const DotShape& s, int passes) {
+MxuWork mxu_work(const ChipSpec& chip, const DotShape& s, int passes, bool int8) {
   const int64_t d = chip.mxu_dim;
   const int64_t n = chip.mxus_per_core;
   MxuWork w;
@@ -26,6 +26,9 @@ MxuWork mxu_work(const ChipSpec& chip, const DotShape& s, int passes) {
     w.mxus = static_cast<int>(w.weight_tiles * splits);
     w.cycles = std::max(cdiv(s.m, splits), d);
   }
+  if (int8)
+    w.cycles =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(w.cycles / chip.int8_speedup())));
   return w;
 }
 
@@ -35,7 +38,8 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
     case OpKind::dot:
       return 0;
     case OpKind::elementwise:
-      if (op.fn == EwFn::div) return per_cycle(chip, vreg_count(out.shape), chip.vpu_divide_per_cycle);
+      if (op.fn == EwFn::div)
+        return per_cycle(chip, vreg_count(out.shape), chip.vpu_divide_per_cycle);
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::transcendental:
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
@@ -65,7 +69,8 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
       // lane or sublane reduction crosses lanes (the XLU), once per output vreg.
       int64_t c = per_cycle(chip, vreg_count(in), chip.vpu_simple_per_cycle);
       for (int a : op.reduce_axes)
-        if (a >= rank - 2) c += per_cycle(chip, vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
+        if (a >= rank - 2)
+          c += per_cycle(chip, vreg_count(out.shape), chip.vpu_cross_lane_per_cycle);
       return c;
     }
   }

@@ -20,7 +20,8 @@ struct MxuWork {
   int64_t latency = 0;  // fill/drain after the busy period
   int64_t weight_tiles = 0;
 };
-MxuWork mxu_work(const ChipSpec& chip, const DotShape& d, int passes);
+// `int8`: both operands int8, streamed at the chip's int8 rate (int8_speedup() x bf16).
+MxuWork mxu_work(const ChipSpec& chip, const DotShape& d, int passes, bool int8 = false);
 
 // VPU busy cycles for a non-dot op, from its vreg count and op class; 0 for views (aligned
 // slices, reshapes that keep the lane dim), which take no unit.

@@ -138,6 +138,13 @@ TEST(Scenario, OffloadListsWhatGoesToHost) {
   EXPECT_TRUE(s.step.offload_layer_inputs && s.step.offload_saved);
 }
 
+TEST(Scenario, QuantizationIsInt8OrAbsent) {
+  EXPECT_TRUE(
+      load_scenario(repo("scenarios/blind/b5_15_v6e-256_gpt3-175b-int8.yaml")).step.int8_matmuls);
+  const std::string e = error_of(std::string(kGood) + "quantization: fp8\n");
+  EXPECT_NE(e.find(":6:15: key 'quantization': expected int8"), std::string::npos) << e;
+}
+
 TEST(Scenario, MeasuredNeedsASource) {
   const std::string e = error_of(std::string(kGood) + "measured: {mfu: 0.6}\n");
   EXPECT_NE(e.find("key 'measured.source': measured values need a source"), std::string::npos) << e;

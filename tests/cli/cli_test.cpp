@@ -73,7 +73,7 @@ TEST_F(Cli, MatmulPrintsSummaryAndWritesJsonAndTrace) {
       run(fmt::format("{} --json {} --trace {}", kMatmul, path("r.json"), path("t.json")));
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s :
-       {"time", "TFLOP/s", "% of the 197 TFLOP/s peak", "busy", "step_overhead", "VMEM"})
+       {"time", "TFLOP/s", "% of the 197 TFLOP/s bf16 peak", "busy", "step_overhead", "VMEM"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   const auto j = nlohmann::json::parse(slurp(path("r.json")));
   for (const char* key :

@@ -35,6 +35,8 @@ TEST(MxuWork, SplitsRowsOfASingleTileAndSpreadsManyTiles) {
   EXPECT_EQ(w.cycles, 2 * 128);
   // HIGHEST on f32 operands: 6 passes, 6x the tiles.
   EXPECT_EQ(mxu_work(chip, {1, 512, 1024, 1024}, 6).cycles, 6 * 16 * 512);
+  // int8 operands stream at the chip's int8 rate (2x bf16 on the test chip).
+  EXPECT_EQ(mxu_work(chip, {1, 512, 1024, 1024}, 1, true).cycles, 16 * 512 / 2);
 }
 
 TEST(BodySchedule, OneMatmulThenCopy) {

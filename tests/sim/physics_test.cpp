@@ -58,6 +58,7 @@ TEST_P(Physics, BusyAndStallsAddUpToTheTotal) {
 TEST_P(Physics, PeakMatchesMxuGeometryAndClock) {
   const ChipSpec chip = load_chip(GetParam());
   EXPECT_NEAR(chip.mxu_flops_per_cycle() * chip.clock_hz / chip.peak_bf16_flops, 1.0, 0.01);
+  EXPECT_NEAR(chip.int8_speedup(), 2.0, 0.01);  // every generation here: int8 at 2x bf16
 }
 
 INSTANTIATE_TEST_SUITE_P(Chips, Physics, ::testing::Values("v5e", "v6e", "v5p"));
