@@ -303,3 +303,70 @@ TEST(ChunkedPipeline, XlaStagesLadderAndScanReproduceThePerTokenRecurrence) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+// Context parallelism (PR #4968): one chunk's affine map (A_i, B_i) applied to any state equals
+// the chunk's state update h' = e^{g_last} h + kd^T (u - w h), kd = k e^{g_last - g}; composing
+// two chunks' maps equals applying them in turn. The kernels run the fold's loop body once.
+TEST(ContextParallelFold, ChunkMapAndComposeMatchTheStateRecurrence) {
+  const kernels::gdn::GdnShape s{
+      .batch = 1, .seq = 16, .heads = 2, .dk = 8, .dv = 8, .chunk = 8, .compute = DType::f32};
+  const Program fold = kernels::gdn::xla_cp_compose_local(s, false);
+  const auto& body = std::get<Loop>(fold.items.at(0).what).body;
+  ASSERT_EQ(body.size(), 2u);
+  std::mt19937 gen(5);
+  std::normal_distribution<double> nd(0, 0.5);
+  const int64_t H = s.heads, C = s.chunk, D = s.dk;
+  auto random = [&](Shape shape, double scale = 1) {
+    HostArray a = HostArray::zeros(shape, DType::f32);
+    for (float& x : a.data) x = static_cast<float>(nd(gen) * scale);
+    return a;
+  };
+  auto head = [&](const HostArray& a, int64_t h, int64_t rows, int64_t cols) {
+    Eigen::MatrixXd m(rows, cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) m(r, c) = a.data[(h * rows + r) * cols + c];
+    return m;
+  };
+  // Two chunks' maps from the chunk-map kernel.
+  std::vector<ArrayMap> chunk(2);
+  for (ArrayMap& a : chunk) {
+    a["w[n]"] = random({1, H, C, D});
+    a["u[n]"] = random({1, H, C, D});
+    a["k[n]"] = random({1, H, C, D});
+    HostArray g = HostArray::zeros({1, H, C, 1}, DType::f32);  // cumulated decays, decreasing
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < C; ++t) g.data[h * C + t] = -0.1f * static_cast<float>(t + 1 + h);
+    a["g[n]"] = g;
+    execute(*body[0], a);
+  }
+  const HostArray h0 = random({1, H, D, D});
+  double err_map = 0, err_compose = 0;
+  ArrayMap c;  // (A_r, B_r) o (A_l, B_l): chunk 1 after chunk 0
+  c["A_r"] = chunk[1]["A_i"], c["B_r"] = chunk[1]["B_i"];
+  c["A_l"] = chunk[0]["A_i"], c["B_l"] = chunk[0]["B_i"];
+  execute(*body[1], c);
+  for (int64_t h = 0; h < H; ++h) {
+    Eigen::MatrixXd state = head(h0, h, D, D);
+    for (ArrayMap& a : chunk) {
+      const Eigen::MatrixXd w = head(a["w[n]"], h, C, D), u = head(a["u[n]"], h, C, D),
+                            k = head(a["k[n]"], h, C, D), g = head(a["g[n]"], h, C, 1);
+      const double g_last = g(C - 1, 0);
+      Eigen::MatrixXd kd = k;
+      for (int64_t t = 0; t < C; ++t) kd.row(t) *= std::exp(g_last - g(t, 0));
+      const Eigen::MatrixXd next = std::exp(g_last) * state + kd.transpose() * (u - w * state);
+      const Eigen::MatrixXd mapped = head(a["A_i"], h, D, D) * state + head(a["B_i"], h, D, D);
+      err_map = std::max(err_map, (mapped - next).cwiseAbs().maxCoeff());
+      state = next;
+    }
+    const Eigen::MatrixXd both = head(c["A"], h, D, D) * head(h0, h, D, D) + head(c["B"], h, D, D);
+    err_compose = std::max(err_compose, (both - state).cwiseAbs().maxCoeff());
+  }
+  EXPECT_LT(err_map, 1e-4);  // f32 data, HIGHEST dots
+  EXPECT_LT(err_compose, 1e-4);
+}
+
+}  // namespace
+}  // namespace tpusim
