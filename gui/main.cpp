@@ -195,13 +195,20 @@ Outcome simulate_knobs(const Knobs& k) {
   return o;
 }
 
-Outcome simulate_scenario(const std::string& file) {
+// `build`: an index into kBuilds to run the scenario's GDN layers in, or -1 for the file's.
+Outcome simulate_scenario(const std::string& file, int build) {
   Outcome o;
   o.scenario = true;
   try {
-    const Scenario s = load_scenario(file);
+    Scenario s = load_scenario(file);
+    const g::Build as_measured = s.step.gdn.build;
+    if (build >= 0) {
+      s.step.gdn.build = g::parse_build(kBuilds[build]);
+      check(s.step);  // e.g. a kernel build under context parallelism
+    }
     o.step = predict_step(s.step);
-    o.validation = validation_rows(s, *o.step);
+    // The file's measurements belong to its own build.
+    if (s.step.gdn.build == as_measured) o.validation = validation_rows(s, *o.step);
     o.what = s.name;
     o.peak_flops = s.step.chip.peak_bf16_flops;
   } catch (const std::exception& e) {
@@ -391,7 +398,9 @@ int main(int argc, char** argv) {
                  "matmul, gdn-scan-fwd, gdn-scan-bwd, gdn-invert, gdn-solve-triangular, gdn-layer");
   app.add_option("--chip", chip_name, "v5e, v6e or v5p");
   app.add_option("--build", build_name, "GDN build for gdn-layer");
-  std::string compare_name, compare_build_name = "main";
+  std::string compare_name, compare_build_name = "main", step_build_name;
+  app.add_option("--step-build", step_build_name,
+                 "run the scenario's GDN layers in this build instead of the file's");
   app.add_option("--compare", compare_name,
                  "a second kernel drawn under the first on the same time axis");
   app.add_option("--compare-build", compare_build_name, "GDN build of the compared gdn-layer");
@@ -415,11 +424,14 @@ int main(int argc, char** argv) {
   knobs.compare_build = index_of(kBuilds, IM_ARRAYSIZE(kBuilds), compare_build_name);
   if (!compare_name.empty())
     knobs.compare = index_of(kKernels, IM_ARRAYSIZE(kKernels), compare_name);
+  int step_build =
+      step_build_name.empty() ? -1 : index_of(kBuilds, IM_ARRAYSIZE(kBuilds), step_build_name);
   if (knobs.kernel < 0 || knobs.chip < 0 || knobs.build < 0 || knobs.compare_build < 0 ||
-      (!compare_name.empty() && knobs.compare < 0)) {
+      (!compare_name.empty() && knobs.compare < 0) ||
+      (!step_build_name.empty() && step_build < 0)) {
     std::fprintf(stderr,
-                 "tpusim-gui: error: unknown --kernel, --chip, --build, --compare or "
-                 "--compare-build\n");
+                 "tpusim-gui: error: unknown --kernel, --chip, --build, --compare, "
+                 "--compare-build or --step-build\n");
     return 2;
   }
 
@@ -450,7 +462,10 @@ int main(int argc, char** argv) {
   Outcome shown, step_shown;
   gui::TimelineState tl;
   worker.submit(Worker::knobs, [k = knobs] { return simulate_knobs(k); });
-  if (!file.empty()) worker.submit(Worker::scenario, [f = file] { return simulate_scenario(f); });
+  auto submit_step = [&] {
+    worker.submit(Worker::scenario, [f = file, b = step_build] { return simulate_scenario(f, b); });
+  };
+  if (!file.empty()) submit_step();
   int pending = file.empty() ? 1 : 2;  // the first results, which the headless screenshot shows
   std::filesystem::path browse_dir = std::filesystem::current_path();
   int frames_after_result = 0;
@@ -462,8 +477,8 @@ int main(int argc, char** argv) {
       if (o->scenario) {
         step_shown = std::move(*o);
         if (screenshot.size() && step_shown.step)
-          std::fprintf(stderr, "step panel: %zu predicted-against-measured rows\n",
-                       step_shown.validation.size());
+          std::fprintf(stderr, "step panel: %zu predicted-against-measured rows, step %.4f s\n",
+                       step_shown.validation.size(), step_shown.step->step_time_s);
       } else {
         shown = std::move(*o);
         tl = {};
@@ -491,9 +506,7 @@ int main(int argc, char** argv) {
     ImGui::BeginChild("knobs", ImVec2(330, 330), true);
     ImGui::TextUnformatted("scenario and knobs");
     if (ImGui::Button("open scenario...")) ImGui::OpenPopup("open scenario");
-    if (open_scenario_popup(browse_dir, file)) {
-      worker.submit(Worker::scenario, [f = file] { return simulate_scenario(f); });
-    }
+    if (open_scenario_popup(browse_dir, file)) submit_step();
     if (knobs_panel(knobs)) worker.submit(Worker::knobs, [k = knobs] { return simulate_knobs(k); });
     ImGui::Text(worker.busy() ? "simulating..." : "ready");
     ImGui::EndChild();
@@ -503,6 +516,15 @@ int main(int argc, char** argv) {
     if (step_shown.scenario || !file.empty()) {
       ImGui::Separator();
       ImGui::TextUnformatted(("training step: " + file).c_str());
+      // Re-run the step with its GDN layers in another build of the kernel change.
+      int choice = step_build + 1;
+      const char* builds[IM_ARRAYSIZE(kBuilds) + 1] = {"(as in the file)"};
+      for (int i = 0; i < IM_ARRAYSIZE(kBuilds); ++i) builds[i + 1] = kBuilds[i];
+      ImGui::SetNextItemWidth(200);
+      if (ImGui::Combo("GDN build of the step", &choice, builds, IM_ARRAYSIZE(builds))) {
+        step_build = choice - 1;
+        submit_step();
+      }
       totals_panel(step_shown);
     }
     ImGui::EndChild();

@@ -110,6 +110,19 @@ TEST(Gui, StepPanelShowsPredictedAgainstMeasured) {
   ASSERT_EQ(status, 0);
   EXPECT_NE(p.log.find("step panel: 2 predicted-against-measured rows"), std::string::npos)
       << p.log;
+  // The same file run in another build: a slower step, and no comparison with measurements that
+  // belong to the file's build.
+  const Png main = screenshot(std::string(TPUSIM_SOURCE_DIR) +
+                                  "/scenarios/calibration/c1/c1_ladder.yaml --step-build main "
+                                  "--kernel gdn-invert --seq 1024",
+                              &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(main.log.find("step panel: 0 predicted-against-measured rows"), std::string::npos)
+      << main.log;
+  auto step_s = [](const std::string& log) {
+    return std::stod(log.substr(log.find(", step ") + 7));
+  };
+  EXPECT_GT(step_s(main.log), 1.2 * step_s(p.log));
 }
 
 TEST(Gui, TooltipsNameTheShapesOfOpsAndBlocks) {
