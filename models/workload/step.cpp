@@ -299,20 +299,24 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   const ModelConfig& m = c.model;
   const int64_t shards = c.mesh.weight_shards(), P = m.params();
   const int64_t M = l.tokens, E = m.d_model;
+  // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
+  // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
+  // its 95 GiB), so each chip holds E / tensor columns of them.
+  const int64_t Et = E / c.mesh.tensor;
   std::vector<MemoryItem> items;
   items.push_back({"parameters (f32, sharded)", 4 * P / shards});
   items.push_back({"gradients (f32, sharded)", 4 * P / shards});
   items.push_back({"AdamW moments (2 x f32, sharded)", 8 * P / shards});
-  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, E),
-                   m.layers * M * E * 2, !c.offload_layer_inputs});
+  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, Et),
+                   m.layers * M * Et * 2, !c.offload_layer_inputs});
   const Saved keep = saved_by(c.remat);
   const int64_t Dh = m.head_dim;
   const int64_t per_attention =
       M * 2 *
-      ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? E : 0) +
-       (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+      ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? Et : 0) +
+       (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? Et : 0));
   const int64_t per_gdn =
-      M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? E : 0));
+      M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? Et : 0));
   if (per_attention + per_gdn > 0)
     items.push_back({"activations saved by the remat policy",
                      m.attention_layers() * per_attention + m.gdn_layers() * per_gdn,
@@ -323,7 +327,7 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   const int64_t gathered_kv =
       c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * Dh * 2 * (2 + 4) : 0;
   const int64_t dense_ws =
-      M * 2 * (4 * E + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
+      M * 2 * (4 * Et + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
       (m.attention_layers() > 0 ? gathered_kv : 0);
   int64_t gdn_ws = 0;
   if (m.gdn_layers() > 0) {

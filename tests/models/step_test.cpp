@@ -106,6 +106,11 @@ TEST(Memory, SmallModelByHand) {
   EXPECT_EQ(off.memory[3].bytes, 4 * 2048 * 1024 * 2);
   EXPECT_EQ(off.peak_hbm_bytes, p.peak_hbm_bytes - off.memory[3].bytes);
   EXPECT_DOUBLE_EQ(off.step_time_s, p.step_time_s);  // the transfers are not modelled
+  // Tensor parallelism 2: each group of two chips works on 2 x 2 sequences, and the residual
+  // stream is sharded over the pair, so a chip's saved layer inputs are [4096, 512].
+  c.offload_layer_inputs = false;
+  c.mesh = {1, 4, 2};
+  EXPECT_EQ(predict_step(c).memory[3].bytes, 4 * 4096 * 512 * 2);
 }
 
 TEST(Step, ThroughputIdentitiesHold) {
