@@ -133,9 +133,8 @@ void calibrate(bool write) {
   StepConstantFit fill_drain, vector_scale;
   for (int round = 0; round < 8; ++round) {
     const EngineConstants before = engine;
-    ChipSpec chip = v5e;
-    chip.mxu_fill_drain_per_dim = engine.mxu_fill_drain_per_dim;
-    chip.mxu_fill_drain_cycles = chip.fill_drain_cycles_from_dim();
+    // The matmul fit searches its own constants from a fixed start; it sees this round's rest.
+    const ChipSpec chip = with_constants(v5e, engine);
     engine.matmul = fit_constants(chip, cal);
     engine.collectives = fit_collective_constants(with_constants(chip, engine.matmul), gather);
     fill_drain =

@@ -113,14 +113,20 @@ TEST(Memory, SmallModelByHand) {
   EXPECT_EQ(predict_step(c).memory[3].bytes, 4 * 4096 * 512 * 2);
 }
 
-TEST(Step, ThroughputIdentitiesHold) {
+// A slice of `chips` chips of `chip` all on the FSDP axis.
+StepConfig fsdp_step(const char* chip, const char* model, int64_t chips, int64_t seq,
+                     int64_t batch_per_chip) {
   StepConfig c;
-  c.chip = load_chip("v5e");
-  c.model = load_model("maxtext-16b");
-  c.chips_per_slice = 256;
-  c.mesh = {1, 256, 1};
-  c.seq = 2048, c.batch_per_chip = 6;
-  const StepPrediction p = predict_step(c);
+  c.chip = load_chip(chip);
+  c.model = load_model(model);
+  c.chips_per_slice = chips;
+  c.mesh = {.data = 1, .fsdp = chips};
+  c.seq = seq, c.batch_per_chip = batch_per_chip;
+  return c;
+}
+
+TEST(Step, ThroughputIdentitiesHold) {
+  const StepPrediction p = predict_step(fsdp_step("v5e", "maxtext-16b", 256, 2048, 6));
   EXPECT_NEAR(p.step_time_s * p.tokens_per_s_per_chip, 6 * 2048, 1e-6);
   EXPECT_NEAR(p.tflops_per_s_per_chip * 1e12 * p.step_time_s, p.model_flops_per_chip, 1e3);
   EXPECT_NEAR(p.mfu, p.tflops_per_s_per_chip * 1e12 / 197e12, 1e-12);
@@ -130,12 +136,7 @@ TEST(Step, ThroughputIdentitiesHold) {
 }
 
 TEST(Step, Int8MatmulsQuantizeTheirOperandsAndRunFaster) {
-  StepConfig c;
-  c.chip = load_chip("v6e");
-  c.model = load_model("gpt3-175b");
-  c.chips_per_slice = 256;
-  c.mesh = {1, 256, 1};
-  c.seq = 2048, c.batch_per_chip = 3;
+  StepConfig c = fsdp_step("v6e", "gpt3-175b", 256, 2048, 3);
   const StepPrediction bf16 = predict_step(c);
   c.int8_matmuls = true;
   const StepPrediction int8 = predict_step(c);
@@ -148,12 +149,8 @@ TEST(Step, Int8MatmulsQuantizeTheirOperandsAndRunFaster) {
 }
 
 StepConfig context_parallel(int64_t context) {
-  StepConfig c;
-  c.chip = load_chip("v5p");
-  c.model = load_model("b1-dense-gdn");
-  c.chips_per_slice = 16;
+  StepConfig c = fsdp_step("v5p", "b1-dense-gdn", 16, 65536, 1);
   c.mesh = {.data = 1, .fsdp = 16 / context, .tensor = 1, .context = context};
-  c.seq = 65536, c.batch_per_chip = 1;
   c.gdn.build = kernels::gdn::Build::main;
   return c;
 }
