@@ -36,15 +36,45 @@ int64_t positive(const std::string& f, const YAML::Node& n, const std::string& p
   return v;
 }
 
+// `remat: NAME` (a MaxText remat_policy) or `remat: {custom: {TENSOR: remat|device|offload}}`.
+RematPolicy load_remat(const std::string& f, const YAML::Node& r) {
+  try {
+    if (!r.IsMap()) return RematPolicy::named(yaml_as<std::string>(f, r, "remat", "a string"));
+  } catch (const Error& e) {
+    yaml_fail(f, r, "remat", e.what());
+  }
+  only_keys(f, r, "remat", {"custom"});
+  const YAML::Node t = r["custom"];
+  if (!t.IsMap())
+    yaml_fail(f, t, "remat.custom",
+              "expected a mapping of tensor names to remat, device or offload");
+  RematPolicy p = RematPolicy::named("custom");
+  for (const auto& kv : t) {
+    const std::string tensor = kv.first.as<std::string>(), path = "remat.custom." + tensor;
+    Activation a{};
+    try {
+      a = parse_activation(tensor);
+    } catch (const Error& e) {
+      yaml_fail(f, kv.first, path, e.what());
+    }
+    try {
+      p.set(a, yaml_as<std::string>(f, kv.second, path, "a string"));
+    } catch (const Error& e) {
+      yaml_fail(f, kv.second, path, e.what());
+    }
+  }
+  return p;
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
 
 Scenario load_scenario(const YAML::Node& root, const std::string& f) {
-  only_keys(
-      f, root, "",
-      {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq", "batch_per_chip",
-       "remat", "offload", "quantization", "gdn", "attention", "scoped_vmem_kib", "measured"});
+  only_keys(f, root, "",
+            {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
+             "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
+             "attention", "scoped_vmem_kib", "measured"});
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
@@ -72,33 +102,17 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   c.mesh.data = root["slices"] ? positive(f, root["slices"], "slices") : 1;
   c.seq = positive(f, need("seq"), "seq");
   c.batch_per_chip = positive(f, need("batch_per_chip"), "batch_per_chip");
-  if (root["remat"]) {
-    try {
-      c.remat = parse_remat(yaml_as<std::string>(f, root["remat"], "remat", "a string"));
-    } catch (const Error& e) {
-      yaml_fail(f, root["remat"], "remat", e.what());
-    }
+  if (const YAML::Node r = root["remat"]) c.remat = load_remat(f, r);
+  if (const YAML::Node w = root["weight_dtype"]) {
+    const std::string t = yaml_as<std::string>(f, w, "weight_dtype", "a string");
+    if (t != "f32" && t != "bf16") yaml_fail(f, w, "weight_dtype", "expected f32 or bf16");
+    c.weight_dtype = t == "bf16" ? DType::bf16 : DType::f32;
   }
+  if (const YAML::Node v = root["vocab_tiling"]) c.vocab_tiles = positive(f, v, "vocab_tiling");
   if (const YAML::Node q = root["quantization"]) {  // MaxText's quantization: int8 (AQT)
     if (yaml_as<std::string>(f, q, "quantization", "a string") != "int8")
       yaml_fail(f, q, "quantization", "expected int8 (AQT int8 weight matmuls)");
     c.int8_matmuls = true;
-  }
-  if (const YAML::Node o = root["offload"]) {  // what goes to pinned host memory
-    if (!o.IsSequence())
-      yaml_fail(f, o, "offload", "expected a list of decoder_layer_input and/or saved");
-    for (size_t i = 0; i < o.size(); ++i) {
-      const std::string what =
-          yaml_as<std::string>(f, o[i], fmt::format("offload[{}]", i), "a string");
-      if (what == "decoder_layer_input")
-        c.offload_layer_inputs = true;
-      else if (what == "saved")
-        c.offload_saved = true;
-      else
-        yaml_fail(f, o[i], fmt::format("offload[{}]", i),
-                  "expected decoder_layer_input (the saved layer inputs) or saved (the tensors "
-                  "the remat policy saves)");
-    }
   }
   c.mesh.fsdp = c.chips_per_slice;
   if (const YAML::Node m = root["mesh"]) {

@@ -16,7 +16,7 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
       "remat {}",
       s.name, c.model.name, c.chips_per_slice * c.mesh.data, s.chip_name, c.mesh.data, c.mesh.fsdp,
       c.mesh.tensor, c.mesh.context > 1 ? fmt::format(" context {}", c.mesh.context) : "", c.seq,
-      c.batch_per_chip, name(c.remat));
+      c.batch_per_chip, c.remat.describe());
   if (c.model.gdn_layers() > 0)
     out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
   out += "\n";
@@ -77,7 +77,9 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
                  {"context", c.mesh.context},
                  {"seq", c.seq},
                  {"batch_per_chip", c.batch_per_chip},
-                 {"remat", name(c.remat)},
+                 {"remat", c.remat.describe()},
+                 {"weight_dtype", std::string(name(c.weight_dtype))},
+                 {"vocab_tiles", c.vocab_tiles},
                  {"gdn_build", kernels::gdn::name(c.gdn.build)},
                  {"gdn_chunk", c.gdn_chunk},
                  {"attention_block", c.attention_block}};

@@ -82,31 +82,28 @@ class LayerProgram {
   bool int8_;
 };
 
-// What a remat policy keeps from the forward pass (so the backward does not recompute it).
-struct Saved {
-  bool qkv = false, out_proj = false, mlp_in = false, mlp_out = false;
-};
-Saved saved_by(Remat r) {
-  switch (r) {
-    case Remat::full:
-      return {};
-    case Remat::minimal:
-      return {true, true, true, true};
-    case Remat::save_dot_except_mlp:
-      return {true, true, false, false};
-    case Remat::save_qkv_proj:
-      return {true, false, false, false};
-  }
-  return {};
+using A = Activation;
+
+// The forward pass computes everything; its recompute in the backward skips what the policy saved.
+const RematPolicy& compute_all() {
+  static const RematPolicy full = RematPolicy::named("full");
+  return full;
+}
+
+// Columns of the up projection's output the pass computes (one per GELU, two per SwiGLU MLP).
+int64_t mlp_in_columns(const StepConfig& c, const Local& l, const RematPolicy& keep) {
+  return (keep.saved(A::mlpwi_0) ? 0 : l.mlp) +
+         (c.model.swiglu && !keep.saved(A::mlpwi_1) ? l.mlp : 0);
 }
 
 void mlp_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase,
-                 bool dots_in, bool dots_out) {
+                 const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
-  if (dots_in) lp.dot(phase + ": mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);
+  if (const int64_t n = mlp_in_columns(c, l, keep)) lp.dot(phase + ": mlp", M, E, n);
+  // The activation's output is not a named checkpoint: the down projection's backward needs it.
   lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
-  if (dots_out) lp.dot(phase + ": mlp", M, l.mlp, E);
+  if (!keep.saved(A::mlpwo)) lp.dot(phase + ": mlp", M, l.mlp, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
 }
 
@@ -136,24 +133,32 @@ kernels::AttentionShape attention_shape(const StepConfig& c, const Local& l) {
           .kv_seq = cp ? c.seq / 2 : 0};
 }
 
+// The named q, k and v are taken after projection, norm and RoPE (xla_lowering.md 3), so a saved
+// one skips its share of the projection and its RoPE; a saved context skips the attention kernel.
 void attention_forward(LayerProgram& lp, const StepConfig& c, const Local& l,
-                       const std::string& phase, const Saved& keep) {
+                       const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
-  if (!keep.qkv) lp.dot(phase + ": attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
-  lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
-  lp.fusion(phase + ": attention proj", Fusion::rope, M, l.kv_heads * Dh);
-  lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
-  if (!keep.out_proj) lp.dot(phase + ": attention proj", M, l.q_heads * Dh, E);
+  const int64_t qkv_columns = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) +
+                              (keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh) +
+                              (keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh);
+  if (qkv_columns > 0) lp.dot(phase + ": attention proj", M, E, qkv_columns);
+  if (!keep.saved(A::query_proj))
+    lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
+  if (!keep.saved(A::key_proj))
+    lp.fusion(phase + ": attention proj", Fusion::rope, M, l.kv_heads * Dh);
+  if (!keep.saved(A::context))
+    lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
+  if (!keep.saved(A::out_proj)) lp.dot(phase + ": attention proj", M, l.q_heads * Dh, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
-  mlp_forward(lp, c, l, phase, !keep.mlp_in, !keep.mlp_out);
+  mlp_forward(lp, c, l, phase, keep);
 }
 
 Program attention_layer(const StepConfig& c, const Local& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
-  attention_forward(lp, c, l, "fwd", {});
-  attention_forward(lp, c, l, "remat", saved_by(c.remat));
+  attention_forward(lp, c, l, "fwd", compute_all());
+  attention_forward(lp, c, l, "remat", c.remat);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dh, E);
   lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dh);  // di = rowsum(o do)
@@ -172,7 +177,7 @@ kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const Local& l) {
 }
 
 void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const std::string& phase,
-                 const Saved& keep) {
+                 const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
@@ -187,15 +192,15 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const Local& l, const st
   lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
   lp.dot(phase + ": gdn out", M, V, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
-  mlp_forward(lp, c, l, phase, !keep.mlp_in, !keep.mlp_out);
+  mlp_forward(lp, c, l, phase, keep);
 }
 
 Program gdn_layer(const StepConfig& c, const Local& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
-  gdn_forward(lp, c, l, "fwd", {});
-  gdn_forward(lp, c, l, "remat", saved_by(c.remat));
+  gdn_forward(lp, c, l, "fwd", compute_all());
+  gdn_forward(lp, c, l, "remat", c.remat);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: gdn out", M, V, E);
   lp.fusion("bwd: gdn out", Fusion::gated_rmsnorm_bwd, M, V);
@@ -216,9 +221,13 @@ Program embedding_and_logits(const StepConfig& c, const Local& l) {
   const int64_t M = l.tokens, E = c.model.d_model, Vv = c.model.vocab / c.mesh.tensor;
   lp.fusion("fwd: embedding", Fusion::residual_add, M, E);  // the lookup: a gather of M rows
   lp.fusion("fwd: logits", Fusion::rmsnorm, M, E);
-  lp.dot("fwd: logits", M, E, Vv);
-  lp.fusion("fwd: logits", Fusion::cross_entropy, M, Vv);
-  lp.dot_bwd("bwd: logits", M, E, Vv);
+  // With vocabulary tiling the logits, the loss and their backward run per tile of the tokens.
+  const int64_t Mt = M / c.vocab_tiles;
+  for (int64_t t = 0; t < c.vocab_tiles; ++t) {
+    lp.dot("fwd: logits", Mt, E, Vv);
+    lp.fusion("fwd: logits", Fusion::cross_entropy, Mt, Vv);
+  }
+  for (int64_t t = 0; t < c.vocab_tiles; ++t) lp.dot_bwd("bwd: logits", Mt, E, Vv);
   lp.fusion("bwd: logits", Fusion::rmsnorm_bwd, M, E);
   lp.fusion("bwd: embedding", Fusion::residual_add, M, E);  // scatter-add of the gradient rows
   return lp.p;
@@ -228,7 +237,7 @@ Program optimizer(const StepConfig& c) {
   const int64_t local = c.model.params() / c.mesh.weight_shards();
   const int64_t rows = std::max<int64_t>(8, (local / 1024 + 7) / 8 * 8);
   Program p;
-  p.add_kernel(kernels::xla_fusion(Fusion::adamw, rows, 1024, DType::f32), {}, "optimizer");
+  p.add_kernel(kernels::xla_fusion(Fusion::adamw, rows, 1024, c.weight_dtype), {}, "optimizer");
   return p;
 }
 
@@ -270,9 +279,10 @@ void add_layer_collectives(const StepConfig& c, StepPart& part, int64_t layer_pa
   if (c.mesh.fsdp * c.mesh.context > 1) {
     const MeshAxis fsdp = slice_axis(c, "fsdp", c.mesh.fsdp * c.mesh.context, false);
     const int64_t bytes_bf16 = layer_params / c.mesh.tensor * 2,
-                  bytes_f32 = layer_params / c.mesh.tensor * 4;
+                  bytes_grad = layer_params / c.mesh.tensor * byte_size(c.weight_dtype);
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
-    const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_f32, fsdp});
+    const double rs =
+        collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
     exposed += std::max(0.0, ag - part.forward_s) + std::max(0.0, ag + rs - part.backward_s);
     total += 2 * ag + rs;
   }
@@ -304,23 +314,47 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   // its 95 GiB), so each chip holds E / tensor columns of them.
   const int64_t Et = E / c.mesh.tensor;
   std::vector<MemoryItem> items;
-  items.push_back({"parameters (f32, sharded)", 4 * P / shards});
-  items.push_back({"gradients (f32, sharded)", 4 * P / shards});
-  items.push_back({"AdamW moments (2 x f32, sharded)", 8 * P / shards});
+  const std::string wt(name(c.weight_dtype));
+  const int64_t wb = byte_size(c.weight_dtype);
+  items.push_back({fmt::format("parameters ({}, sharded)", wt), wb * P / shards});
+  items.push_back({fmt::format("gradients ({}, sharded)", wt), wb * P / shards});
+  items.push_back({fmt::format("AdamW moments (2 x {}, sharded)", wt), 2 * wb * P / shards});
+  const RematPolicy& keep = c.remat;
   items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, Et),
-                   m.layers * M * Et * 2, !c.offload_layer_inputs});
-  const Saved keep = saved_by(c.remat);
+                   m.layers * M * Et * 2, keep[A::decoder_layer_input] != Placement::offload});
+  // The policy's named tensors, bf16, per layer kind (the GDN layer names only its MLP's).
   const int64_t Dh = m.head_dim;
-  const int64_t per_attention =
-      M * 2 *
-      ((keep.qkv ? (l.q_heads + 2 * l.kv_heads) * Dh : 0) + (keep.out_proj ? Et : 0) +
-       (keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? Et : 0));
-  const int64_t per_gdn =
-      M * 2 * ((keep.mlp_in ? (m.swiglu ? 2 : 1) * l.mlp : 0) + (keep.mlp_out ? Et : 0));
-  if (per_attention + per_gdn > 0)
-    items.push_back({"activations saved by the remat policy",
-                     m.attention_layers() * per_attention + m.gdn_layers() * per_gdn,
-                     !c.offload_saved});
+  auto bytes_of = [&](Activation a) -> int64_t {
+    switch (a) {
+      case A::query_proj:
+      case A::context:  // the attention output, and its f32 log-sum-exp per head
+        return M * l.q_heads * Dh * 2 + (a == A::context ? M * l.q_heads * 4 : 0);
+      case A::key_proj:
+      case A::value_proj:
+        return M * l.kv_heads * Dh * 2;
+      case A::out_proj:
+      case A::mlpwo:
+        return M * Et * 2;
+      case A::mlpwi_0:
+        return M * l.mlp * 2;
+      case A::mlpwi_1:
+        return m.swiglu ? M * l.mlp * 2 : 0;
+      case A::decoder_layer_input:
+        return 0;  // listed above
+    }
+    return 0;
+  };
+  int64_t saved[2] = {0, 0};  // on device, offloaded
+  for (int i = 1; i < kNumActivations; ++i) {
+    const auto a = static_cast<Activation>(i);
+    if (!keep.saved(a)) continue;
+    const bool mlp = a == A::mlpwi_0 || a == A::mlpwi_1 || a == A::mlpwo;
+    const int64_t layers = mlp ? m.layers : m.attention_layers();
+    saved[keep[a] == Placement::offload] += layers * bytes_of(a);
+  }
+  if (saved[0] > 0) items.push_back({"activations saved by the remat policy", saved[0]});
+  if (saved[1] > 0)
+    items.push_back({"activations saved by the remat policy", saved[1], /*on_device=*/false});
   // The backward working set of one layer: its recomputed activations and kernel residuals.
   // Under context parallelism the attention backward also holds the gathered keys and values
   // (bf16) and their gradients (f32) for the whole sequence.
@@ -349,7 +383,7 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
       c.mesh.tensor * 2;
   // The logits dot writes bf16 (its cross-entropy fusion upcasts on the fly) and the gradient
   // comes back bf16: f32 copies of both would not fit the measured C3 #1 and #7 runs in 32 GiB.
-  const int64_t logits = M * (m.vocab / c.mesh.tensor) * 2 * 2;
+  const int64_t logits = M / c.vocab_tiles * (m.vocab / c.mesh.tensor) * 2 * 2;
   const int64_t layer_ws = std::max(dense_ws, gdn_ws) + gathered;
   if (layer_ws >= logits) {
     items.push_back(
@@ -361,33 +395,16 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
              : "peak: a layer's backward (activations) + gathered weights",
          layer_ws});
   } else {
-    items.push_back({"peak: logits and their gradient (bf16)", logits});
+    items.push_back({c.vocab_tiles > 1
+                         ? fmt::format("peak: logits and their gradient (bf16), 1/{} of the tokens",
+                                       c.vocab_tiles)
+                         : "peak: logits and their gradient (bf16)",
+                     logits});
   }
   return items;
 }
 
 }  // namespace
-
-Remat parse_remat(const std::string& n) {
-  for (Remat r : {Remat::full, Remat::minimal, Remat::save_dot_except_mlp, Remat::save_qkv_proj})
-    if (name(r) == n) return r;
-  throw Error(fmt::format(
-      "unknown remat policy '{}' (known: full, minimal, save_dot_except_mlp, save_qkv_proj)", n));
-}
-
-std::string name(Remat r) {
-  switch (r) {
-    case Remat::full:
-      return "full";
-    case Remat::minimal:
-      return "minimal";
-    case Remat::save_dot_except_mlp:
-      return "save_dot_except_mlp";
-    case Remat::save_qkv_proj:
-      return "save_qkv_proj";
-  }
-  return "?";
-}
 
 void check(const StepConfig& c) {
   const ModelConfig& m = c.model;
@@ -404,6 +421,9 @@ void check(const StepConfig& c) {
         fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
   if (c.seq % x.context != 0)
     throw Error(fmt::format("seq {} does not split over context {}", c.seq, x.context));
+  if (c.vocab_tiles < 1 || (c.batch_per_chip * x.tensor * c.seq / x.context) % c.vocab_tiles != 0)
+    throw Error(fmt::format("vocab tiling {} does not split the {} tokens of a chip", c.vocab_tiles,
+                            c.batch_per_chip * x.tensor * c.seq / x.context));
   const int64_t local_seq = c.seq / x.context;
   if (m.gdn_layers() > 0 && local_seq % c.gdn_chunk != 0)
     throw Error(

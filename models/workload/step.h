@@ -13,6 +13,7 @@
 
 #include "kernels/gdn/layer.h"
 #include "models/workload/model_config.h"
+#include "models/workload/remat.h"
 #include "sim/chip_spec.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
@@ -29,12 +30,6 @@ struct Mesh {
   int64_t weight_shards() const { return fsdp * context * tensor; }
 };
 
-// MaxText remat policies (xla_lowering.md 3). `custom` and the offloaded policies are
-// approximated by the policy that saves the same tensors on device (see docs/step_model.md).
-enum class Remat { full, minimal, save_dot_except_mlp, save_qkv_proj };
-Remat parse_remat(const std::string& name);  // throws Error listing the policies
-std::string name(Remat r);
-
 struct StepConfig {
   ChipSpec chip;
   ModelConfig model;
@@ -42,11 +37,13 @@ struct StepConfig {
   Mesh mesh;
   int64_t seq = 4096;
   int64_t batch_per_chip = 1;
-  Remat remat = Remat::full;
-  // Host offload (MaxText's *_offloaded and custom policies): the saved layer inputs and/or the
-  // tensors the remat policy saves live in pinned host memory. Their transfer time over the host
-  // link is not modelled.
-  bool offload_layer_inputs = false, offload_saved = false;
+  // What the backward recomputes, keeps in HBM or offloads to pinned host memory (the host
+  // transfers are not timed).
+  RematPolicy remat;
+  // MaxText weight_dtype: the parameters, and (assumed) their gradients and AdamW moments.
+  DType weight_dtype = DType::f32;
+  // MaxText num_vocab_tiling: the logits and their gradient exist for 1/N of the tokens at a time.
+  int64_t vocab_tiles = 1;
   // MaxText `quantization: int8` (AQT): the layers' weight matmuls run on int8 operands, forward
   // and both backward products, each operand quantized by an XLA fusion first. Attention and
   // the logits stay bf16.

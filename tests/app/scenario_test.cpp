@@ -129,13 +129,51 @@ TEST(Scenario, FlopRatesAreComparedOnTheLogsAttentionCount) {
   EXPECT_NE(e.find("key 'measured.attention_flops': expected causal"), std::string::npos) << e;
 }
 
-TEST(Scenario, OffloadListsWhatGoesToHost) {
-  EXPECT_EQ(error_of(std::string(kGood) + "offload: [decoder_layer_input, saved]\n"), "");
-  const std::string e = error_of(std::string(kGood) + "offload: [decoder_layer_input, mlpwo]\n");
-  EXPECT_NE(e.find(":6:32: key 'offload[1]': expected decoder_layer_input"), std::string::npos)
+TEST(Scenario, RematIsAPolicyNameOrACustomPlacementPerTensor) {
+  const Scenario s = load_scenario(repo("scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml"));
+  EXPECT_EQ(s.step.remat.policy, "custom");
+  for (Activation a : {Activation::decoder_layer_input, Activation::query_proj,
+                       Activation::key_proj, Activation::value_proj})
+    EXPECT_EQ(s.step.remat[a], Placement::offload) << name(a);
+  for (Activation a : {Activation::context, Activation::out_proj, Activation::mlpwi_0,
+                       Activation::mlpwi_1, Activation::mlpwo})
+    EXPECT_EQ(s.step.remat[a], Placement::remat) << name(a);
+  EXPECT_EQ(load_scenario(repo("scenarios/blind/b5_11_v6e-256_llama2-70b.yaml")).step.remat.policy,
+            "qkv_proj_offloaded");
+
+  const std::string custom = std::string(kGood) + "remat:\n  custom: {";
+  std::string e = error_of(custom + "mlpwo: offload, mlpw: device}\n");
+  EXPECT_NE(e.find(":7:28: key 'remat.custom.mlpw': unknown tensor 'mlpw' (known: "
+                   "decoder_layer_input,"),
+            std::string::npos)
       << e;
-  const Scenario s = load_scenario(repo("scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml"));
-  EXPECT_TRUE(s.step.offload_layer_inputs && s.step.offload_saved);
+  e = error_of(custom + "mlpwo: host}\n");
+  EXPECT_NE(e.find(":7:19: key 'remat.custom.mlpwo': unknown placement 'host'"), std::string::npos)
+      << e;
+  e = error_of(custom + "decoder_layer_input: remat}\n");
+  EXPECT_NE(e.find("key 'remat.custom.decoder_layer_input': decoder_layer_input cannot be remat"),
+            std::string::npos)
+      << e;
+  e = error_of(std::string(kGood) + "remat: {minimal: {}}\n");
+  EXPECT_NE(e.find(":6:9: key 'remat.minimal': unknown key (known: custom)"), std::string::npos)
+      << e;
+  e = error_of(std::string(kGood) + "remat: save_everything\n");
+  EXPECT_NE(e.find(":6:8: key 'remat': unknown remat policy 'save_everything' (known: full, "
+                   "minimal,"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Scenario, WeightDtypeAndVocabTiling) {
+  const Scenario s = load_scenario(repo("scenarios/blind/b5_32_v5p-512_llama3.1-405b.yaml"));
+  EXPECT_EQ(s.step.vocab_tiles, 4);
+  EXPECT_EQ(load_scenario(repo("scenarios/blind/b5_10_v6e-32_llama3.1-70b.yaml")).step.weight_dtype,
+            DType::bf16);
+  std::string e = error_of(std::string(kGood) + "weight_dtype: fp8\n");
+  EXPECT_NE(e.find(":6:15: key 'weight_dtype': expected f32 or bf16"), std::string::npos) << e;
+  e = error_of(std::string(kGood) + "vocab_tiling: 0\n");
+  EXPECT_NE(e.find(":6:15: key 'vocab_tiling': must be a positive integer"), std::string::npos)
+      << e;
 }
 
 TEST(Scenario, QuantizationIsInt8OrAbsent) {

@@ -75,16 +75,23 @@ TEST(Collectives, RingCostsByHand) {
             collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}));
 }
 
-TEST(Memory, SmallModelByHand) {
+// A 4-layer model (d 1024, 8 heads of 128, MLP 4096, vocab 32768) on 8 v5e chips, FSDP, 2 x 1024
+// tokens per chip, remat full.
+StepConfig tiny_step(int64_t kv_heads) {
   StepConfig c;
   c.chip = load_chip("v5e");
   c.model.name = "tiny";
-  c.model.d_model = 1024, c.model.layers = 4, c.model.q_heads = 8, c.model.kv_heads = 8,
+  c.model.d_model = 1024, c.model.layers = 4, c.model.q_heads = 8, c.model.kv_heads = kv_heads,
   c.model.head_dim = 128;
   c.model.mlp_dim = 4096, c.model.vocab = 32768;
   c.chips_per_slice = 8;
   c.mesh = {1, 8, 1};
-  c.seq = 1024, c.batch_per_chip = 2, c.remat = Remat::full;
+  c.seq = 1024, c.batch_per_chip = 2;
+  return c;
+}
+
+TEST(Memory, SmallModelByHand) {
+  StepConfig c = tiny_step(8);
   const StepPrediction p = predict_step(c);
   const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
   const int64_t P = 4 * layer + 2 * 32768 * 1024 + 1024;
@@ -100,17 +107,67 @@ TEST(Memory, SmallModelByHand) {
   EXPECT_EQ(p.peak_hbm_bytes, sum);
   EXPECT_TRUE(p.fits_hbm);
   // Offloading the layer inputs to pinned host memory takes them out of the peak, not the list.
-  c.offload_layer_inputs = true;
+  c.remat.set(Activation::decoder_layer_input, "offload");
   const StepPrediction off = predict_step(c);
   EXPECT_FALSE(off.memory[3].on_device);
   EXPECT_EQ(off.memory[3].bytes, 4 * 2048 * 1024 * 2);
   EXPECT_EQ(off.peak_hbm_bytes, p.peak_hbm_bytes - off.memory[3].bytes);
   EXPECT_DOUBLE_EQ(off.step_time_s, p.step_time_s);  // the transfers are not modelled
+  // bf16 weights: parameters, gradients and moments at 2 bytes; vocabulary tiling 4: the logits
+  // and their gradient for a quarter of the tokens at a time.
+  StepConfig small = c;
+  small.weight_dtype = DType::bf16;
+  small.vocab_tiles = 4;
+  const StepPrediction s = predict_step(small);
+  EXPECT_EQ(s.memory[0].bytes, 2 * P / 8);
+  EXPECT_EQ(s.memory[2].bytes, 4 * P / 8);
+  // A quarter of the logits (67 MB) is now below a layer's backward: its recomputed activations
+  // (2048 rows x (4 E + 3 qkv + 3 x 2 MLP) columns, bf16) and two layers of bf16 weights.
+  EXPECT_EQ(s.memory.back().what, "peak: a layer's backward (activations) + gathered weights");
+  EXPECT_EQ(s.memory.back().bytes, 2048LL * 2 * (4 * 1024 + 3 * 3072 + 6 * 4096) + 4 * layer);
+  small.vocab_tiles = 3;  // 2048 tokens do not split in three
+  EXPECT_THROW(predict_step(small), Error);
   // Tensor parallelism 2: each group of two chips works on 2 x 2 sequences, and the residual
   // stream is sharded over the pair, so a chip's saved layer inputs are [4096, 512].
-  c.offload_layer_inputs = false;
+  c.remat.set(Activation::decoder_layer_input, "device");
   c.mesh = {1, 4, 2};
   EXPECT_EQ(predict_step(c).memory[3].bytes, 4 * 4096 * 512 * 2);
+}
+
+// The remat policy's named tensors by hand: what each placement costs in HBM, and which recompute
+// work it removes (a saved context drops the attention kernel, a saved q its projection and RoPE).
+TEST(Memory, RematPlacementPerNamedTensor) {
+  StepConfig c = tiny_step(2);
+  c.remat = RematPolicy::named("custom");
+  c.remat.set(Activation::query_proj, "device");
+  c.remat.set(Activation::context, "offload");
+  c.remat.set(Activation::mlpwo, "offload");
+  const StepPrediction p = predict_step(c);
+  const int64_t M = 2048;
+  std::map<std::string, std::pair<int64_t, bool>> items;
+  for (const MemoryItem& m : p.memory)
+    if (m.what == "activations saved by the remat policy")
+      items[m.on_device ? "device" : "host"] = {m.bytes, m.on_device};
+  EXPECT_EQ(items["device"].first, 4 * M * 8 * 128 * 2);  // q, bf16, 4 layers
+  // The context (output bf16 + log-sum-exp f32 per head) and the MLP output, offloaded.
+  EXPECT_EQ(items["host"].first, 4 * (M * 8 * 128 * 2 + M * 8 * 4) + 4 * M * 1024 * 2);
+
+  auto recompute = [&](const StepConfig& cfg) {
+    std::map<std::string, int> n;
+    for (const ProgramItem& item : one_of_each_part(cfg).items)
+      if (item.stage.find("attention layer / remat") == 0) ++n[item.stage];
+    return n;
+  };
+  StepConfig full = c;
+  full.remat = RematPolicy::named("full");
+  auto all = recompute(full), some = recompute(c);
+  EXPECT_EQ(all["attention layer / remat: attention"], 1);
+  EXPECT_EQ(some.count("attention layer / remat: attention"), 0u);
+  // Projections (qkv, out) and their RoPEs: with q saved the k/v RoPE and one dot of each remain.
+  EXPECT_EQ(all["attention layer / remat: attention proj"], 4);
+  EXPECT_EQ(some["attention layer / remat: attention proj"], 3);
+  EXPECT_EQ(all["attention layer / remat: mlp"] - some["attention layer / remat: mlp"], 1);
+  EXPECT_LT(predict_step(c).step_time_s, predict_step(full).step_time_s);
 }
 
 // A slice of `chips` chips of `chip` all on the FSDP axis.

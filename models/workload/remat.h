@@ -1,0 +1,49 @@
+// MaxText remat policies (xla_lowering.md 3) as the placement of each named activation of a
+// decoder layer in the backward pass: recomputed, kept in HBM, or offloaded to pinned host memory.
+// The named policies are presets; `custom` starts from MaxText's defaults (everything recomputed,
+// the layer input on device) and takes per-tensor overrides, as MaxText's config keys do.
+#pragma once
+#include <array>
+#include <string>
+
+namespace tpusim {
+
+enum class Placement { remat, device, offload };
+
+// The checkpoint names of MaxText's decoder layers (attentions.py, linears.py, attention_op.py).
+// `context` is the splash attention's residuals (its output and log-sum-exp); `mlpwi_0` stands for
+// the single up projection (`mlpwi`) of a GELU MLP.
+enum class Activation {
+  decoder_layer_input,
+  query_proj,
+  key_proj,
+  value_proj,
+  context,
+  out_proj,
+  mlpwi_0,
+  mlpwi_1,
+  mlpwo,
+};
+inline constexpr int kNumActivations = 9;
+std::string name(Activation a);
+Activation parse_activation(const std::string& name);  // throws Error listing the names
+
+struct RematPolicy {
+  std::string policy = "full";                                      // MaxText's remat_policy
+  std::array<Placement, kNumActivations> where{Placement::device};  // only the layer input kept
+
+  Placement operator[](Activation a) const { return where[static_cast<int>(a)]; }
+  bool saved(Activation a) const { return (*this)[a] != Placement::remat; }
+  bool saves_anything_but_input() const;
+  bool offloads_anything() const;
+  // "full", or "custom (decoder_layer_input: offload, query_proj: offload, ...)" for custom.
+  std::string describe() const;
+
+  // A named MaxText policy; throws Error listing the known ones.
+  static RematPolicy named(const std::string& policy);
+  // `custom`: places one tensor: "remat", "device" or "offload"; throws Error for an unknown
+  // placement (and for recomputing the layer input: it is the layer scan's checkpoint).
+  void set(Activation a, const std::string& placement);
+};
+
+}  // namespace tpusim
