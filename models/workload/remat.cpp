@@ -60,18 +60,6 @@ const std::vector<Preset>& presets() {
 
 std::string name(Activation a) { return kNames[static_cast<int>(a)]; }
 
-bool RematPolicy::saves_anything_but_input() const {
-  for (int i = 1; i < kNumActivations; ++i)
-    if (where[i] != Placement::remat) return true;
-  return false;
-}
-
-bool RematPolicy::offloads_anything() const {
-  for (Placement p : where)
-    if (p == Placement::offload) return true;
-  return false;
-}
-
 std::string RematPolicy::describe() const {
   if (policy != "custom") return policy;
   std::string out;

@@ -34,8 +34,6 @@ struct RematPolicy {
 
   Placement operator[](Activation a) const { return where[static_cast<int>(a)]; }
   bool saved(Activation a) const { return (*this)[a] != Placement::remat; }
-  bool saves_anything_but_input() const;
-  bool offloads_anything() const;
   // "full", or "custom (decoder_layer_input: offload, query_proj: offload, ...)" for custom.
   std::string describe() const;
 

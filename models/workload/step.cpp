@@ -421,9 +421,10 @@ void check(const StepConfig& c) {
         fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
   if (c.seq % x.context != 0)
     throw Error(fmt::format("seq {} does not split over context {}", c.seq, x.context));
-  if (c.vocab_tiles < 1 || (c.batch_per_chip * x.tensor * c.seq / x.context) % c.vocab_tiles != 0)
+  const int64_t tokens = local(c).tokens;
+  if (c.vocab_tiles < 1 || tokens % c.vocab_tiles != 0)
     throw Error(fmt::format("vocab tiling {} does not split the {} tokens of a chip", c.vocab_tiles,
-                            c.batch_per_chip * x.tensor * c.seq / x.context));
+                            tokens));
   const int64_t local_seq = c.seq / x.context;
   if (m.gdn_layers() > 0 && local_seq % c.gdn_chunk != 0)
     throw Error(
