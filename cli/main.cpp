@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
       } else if (gdn_inv->parsed()) {
         command = "kernel gdn-invert";
         p.add_kernel(g::invert_ladder(
-            gdn.shape, gdn.tile_n > 0 ? gdn.tile_n : g::default_tile_n(gdn.shape.chunks())));
+            gdn.shape, gdn.tile_n > 0 ? gdn.tile_n : g::default_tile(gdn.shape.chunks())));
       } else {
         command = "kernel gdn-solve-triangular";
         p = g::xla_solve_triangular(gdn.shape);

@@ -11,4 +11,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A kernel that needs more VMEM than its limit: callers that know which setting sized the
+// kernel (a scenario's knobs, or its scoped VMEM limit) point the user there.
+class VmemError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace tpusim

@@ -35,9 +35,9 @@ IndexMap tile_map() { return IndexMap({axis(0), axis(2), axis(1), constant(0), c
 
 }  // namespace
 
-int64_t default_tile_n(int64_t chunks) {
+int64_t default_tile(int64_t extent, int64_t max_tile) {
   for (int64_t t : {8, 4, 2})
-    if (chunks % t == 0) return t;
+    if (t <= max_tile && extent % t == 0) return t;
   return 1;
 }
 

@@ -33,9 +33,13 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
   s.check();
   const bool kernels = o.build != Build::main;
   const bool batched = o.build == Build::heads || o.build == Build::ladder;
-  const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd : batched ? 8 : 1;
-  const int64_t th_bwd = o.head_tile_bwd > 0 ? o.head_tile_bwd : batched ? 4 : 1;
-  const int64_t tile_n = o.tile_n > 0 ? o.tile_n : default_tile_n(s.chunks());
+  const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd
+                         : batched           ? default_tile(s.heads)
+                                             : 1;
+  const int64_t th_bwd = o.head_tile_bwd > 0 ? o.head_tile_bwd
+                         : batched           ? default_tile(s.heads, 4)
+                                             : 1;
+  const int64_t tile_n = o.tile_n > 0 ? o.tile_n : default_tile(s.chunks());
   const bool cp = o.context && o.context->size > 1;
   if (cp && o.build != Build::main)
     throw Error(fmt::format(

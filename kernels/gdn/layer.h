@@ -21,7 +21,9 @@ enum class Build { main, scan, heads, ladder };
 
 struct LayerOptions {
   Build build = Build::ladder;
-  int64_t head_tile_fwd = 0;  // 0: the build's default
+  // 0: the build's default, MaxText's _head_tile (the first of 8, 4, 2 dividing the heads; at
+  // most 4 in the backward) in the batched builds, 1 otherwise.
+  int64_t head_tile_fwd = 0;
   int64_t head_tile_bwd = 0;
   int64_t tile_n = 0;  // 0: the build's default (MaxText's first of 8, 4, 2 dividing N)
   // Context parallelism: the sequence is sharded over this axis and the shape holds the local

@@ -406,36 +406,62 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
 
 }  // namespace
 
+namespace {
+
+// Builds one part's program and runs the engine's static checks on it; a failure names `key`.
+template <typename Build>
+void check_part(const StepConfig& c, const std::string& key, const std::string& part, Build build) {
+  try {
+    validate(c.chip, build());
+  } catch (const VmemError& e) {
+    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()), /*over_vmem=*/true);
+  } catch (const Error& e) {
+    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()));
+  }
+}
+
+}  // namespace
+
 void check(const StepConfig& c) {
   const ModelConfig& m = c.model;
   const Mesh& x = c.mesh;
   if (x.fsdp * x.tensor * x.context != c.chips_per_slice)
-    throw Error(fmt::format(
-        "mesh fsdp {} x tensor {} x context {} = {} does not match the {} chips of a slice", x.fsdp,
-        x.tensor, x.context, x.fsdp * x.tensor * x.context, c.chips_per_slice));
+    throw ConfigError("mesh", fmt::format("fsdp {} x tensor {} x context {} = {} is not the {} "
+                                          "chips of the slice",
+                                          x.fsdp, x.tensor, x.context,
+                                          x.fsdp * x.tensor * x.context, c.chips_per_slice));
   if (x.tensor > 1 && (m.q_heads % x.tensor != 0 || m.mlp_dim % x.tensor != 0))
-    throw Error(fmt::format("tensor parallelism {} does not divide {} heads and MLP {}", x.tensor,
-                            m.q_heads, m.mlp_dim));
+    throw ConfigError("mesh.tensor",
+                      fmt::format("tensor parallelism {} does not divide {} heads and MLP {}",
+                                  x.tensor, m.q_heads, m.mlp_dim));
   if (c.seq < 1 || c.batch_per_chip < 1)
-    throw Error(
-        fmt::format("seq {} and batch per chip {} must be positive", c.seq, c.batch_per_chip));
+    throw ConfigError("seq", fmt::format("seq {} and batch per chip {} must be positive", c.seq,
+                                         c.batch_per_chip));
   if (c.seq % x.context != 0)
-    throw Error(fmt::format("seq {} does not split over context {}", c.seq, x.context));
-  const int64_t tokens = local(c).tokens;
-  if (c.vocab_tiles < 1 || tokens % c.vocab_tiles != 0)
-    throw Error(fmt::format("vocab tiling {} does not split the {} tokens of a chip", c.vocab_tiles,
-                            tokens));
-  const int64_t local_seq = c.seq / x.context;
-  if (m.gdn_layers() > 0 && local_seq % c.gdn_chunk != 0)
-    throw Error(
-        fmt::format("the local sequence {} (seq {} / context {}) is not a multiple of the "
-                    "GDN chunk {}",
-                    local_seq, c.seq, x.context, c.gdn_chunk));
+    throw ConfigError("mesh.context",
+                      fmt::format("seq {} does not split over context {}", c.seq, x.context));
+  const Local l = local(c);
+  if (c.vocab_tiles < 1 || l.tokens % c.vocab_tiles != 0)
+    throw ConfigError("vocab_tiling",
+                      fmt::format("vocab tiling {} does not split the {} tokens of a chip",
+                                  c.vocab_tiles, l.tokens));
+  if (m.gdn_layers() > 0 && l.seq % c.gdn_chunk != 0)
+    throw ConfigError("gdn.chunk",
+                      fmt::format("the local sequence {} (seq {} / context {}) is not a multiple "
+                                  "of the GDN chunk {}",
+                                  l.seq, c.seq, x.context, c.gdn_chunk));
   if (x.context > 1 && m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
-    throw Error(fmt::format(
-        "context parallelism runs the GDN only in MaxText's lax.scan path (PR #4968): build '{}' "
-        "(PR #4348's kernels) does not compose the state across context shards; use build main",
-        kernels::gdn::name(c.gdn.build)));
+    throw ConfigError(
+        "gdn.build",
+        fmt::format("context parallelism runs the GDN only in MaxText's lax.scan path (PR "
+                    "#4968): build '{}' (PR #4348's kernels) does not compose the state across "
+                    "context shards; use build main",
+                    kernels::gdn::name(c.gdn.build)));
+  if (m.attention_layers() > 0)
+    check_part(c, "attention", "attention layer", [&] { return attention_layer(c, l); });
+  if (m.gdn_layers() > 0) check_part(c, "gdn", "GDN layer", [&] { return gdn_layer(c, l); });
+  check_part(c, "vocab_tiling", "embedding and logits", [&] { return embedding_and_logits(c, l); });
+  check_part(c, "", "optimizer update", [&] { return optimizer(c); });
 }
 
 double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, AttentionCount count) {

@@ -9,12 +9,14 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/gdn/layer.h"
 #include "models/workload/model_config.h"
 #include "models/workload/remat.h"
 #include "sim/chip_spec.h"
+#include "sim/error.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
 
@@ -84,7 +86,20 @@ struct StepPrediction {
   bool fits_hbm = true;
 };
 
-// Checks the configuration (mesh product, divisibility); throws Error naming what is wrong.
+// An invalid StepConfig. `key` is the scenario key that sets what is wrong ("mesh.tensor",
+// "gdn.chunk", ...; "gdn" or "attention" for a kernel of that layer that cannot exist; empty when
+// no key does); `over_vmem` marks a kernel that needs more VMEM than its limit.
+class ConfigError : public Error {
+ public:
+  ConfigError(std::string key, const std::string& what, bool over_vmem = false)
+      : Error(what), key(std::move(key)), over_vmem(over_vmem) {}
+  std::string key;
+  bool over_vmem;
+};
+
+// Checks the configuration (mesh product, divisibility), then builds every part's program and
+// runs the engine's static checks on it (block shapes, VMEM), so that a configuration whose
+// kernels cannot exist fails before anything is simulated. Throws ConfigError.
 void check(const StepConfig& c);
 StepPrediction predict_step(const StepConfig& c);
 

@@ -124,9 +124,9 @@ void check_vmem(const Kernel& k, const VmemUsage& usage, int64_t limit,
   for (size_t i = 0; i < items.size() && i < 6; ++i)
     list += fmt::format("{}{} = {}", i ? "; " : "", items[i].what, format_bytes(items[i].bytes));
   if (items.size() > 6) list += fmt::format("; and {} more", items.size() - 6);
-  throw Error(fmt::format("kernel '{}' needs {} ({} B) of VMEM, over the {} of {} ({} B): {}",
-                          k.name, format_bytes(usage.total_bytes), usage.total_bytes, limit_name,
-                          format_bytes(limit), limit, list));
+  throw VmemError(fmt::format("kernel '{}' needs {} ({} B) of VMEM, over the {} of {} ({} B): {}",
+                              k.name, format_bytes(usage.total_bytes), usage.total_bytes,
+                              limit_name, format_bytes(limit), limit, list));
 }
 
 }  // namespace tpusim

@@ -25,7 +25,7 @@ void check_block_shapes(const Kernel& k);
 
 VmemUsage vmem_usage(const Kernel& k);
 
-// Throws Error naming the largest buffers, their bytes and the limit when usage exceeds it.
+// Throws VmemError naming the largest buffers, their bytes and the limit when usage exceeds it.
 void check_vmem(const Kernel& k, const VmemUsage& usage, int64_t limit_bytes,
                 const std::string& limit_name);
 

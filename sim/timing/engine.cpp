@@ -158,6 +158,8 @@ class Chip : public sc_core::sc_module {
   std::vector<KernelCounters> counters_;
 };
 
+}  // namespace
+
 void validate(const ChipSpec& chip, const Program& program) {
   auto check_kernel = [&](const Kernel& k) {
     check_block_shapes(k);
@@ -180,8 +182,6 @@ void validate(const ChipSpec& chip, const Program& program) {
                                 c->axis.name, c->axis.size, c->bytes));
   }
 }
-
-}  // namespace
 
 RunResult simulate(const ChipSpec& chip, const Program& program, const SimOptions& options) {
   validate(chip, program);

@@ -13,8 +13,11 @@ struct SimOptions {
   bool record_timeline = false;
 };
 
-// Validates every kernel (block shapes, VMEM against its limit) before simulating anything;
-// throws Error on the first problem.
+// The static checks of every kernel and collective of a program: block shapes, VMEM against the
+// kernel's limit (VmemError), collective sizes. Throws Error on the first problem.
+void validate(const ChipSpec& chip, const Program& program);
+
+// Validates the program before simulating anything.
 RunResult simulate(const ChipSpec& chip, const Program& program, const SimOptions& options = {});
 
 // Convenience: one kernel as a one-item program.

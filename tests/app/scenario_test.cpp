@@ -94,9 +94,10 @@ TEST(Scenario, ContextParallelMeshErrors) {
       "chip: v5p\nchips: 8\nmodel: b1-dense-gdn\nseq: 8192\nbatch_per_chip: 1\n"
       "mesh: {context: 8}\ngdn: {build: ladder}\n";
   const std::string ladder = error_of(f);
-  EXPECT_NE(ladder.find(":6:7: key 'mesh': context parallelism runs the GDN only in MaxText's "
-                        "lax.scan path"),
-            std::string::npos)
+  EXPECT_NE(
+      ladder.find(":7:14: key 'gdn.build': context parallelism runs the GDN only in MaxText's "
+                  "lax.scan path"),
+      std::string::npos)
       << ladder;
   const std::string chunk = error_of(
       "chip: v5p\nchips: 8\nmodel: b1-dense-gdn\nseq: 8192\nbatch_per_chip: 1\n"
@@ -186,6 +187,73 @@ TEST(Scenario, QuantizationIsInt8OrAbsent) {
 TEST(Scenario, MeasuredNeedsASource) {
   const std::string e = error_of(std::string(kGood) + "measured: {mfu: 0.6}\n");
   EXPECT_NE(e.find("key 'measured.source': measured values need a source"), std::string::npos) << e;
+}
+
+TEST(Scenario, MeasuredValuesArePositiveAndFinite) {
+  for (const char* v : {"0", "-1", ".inf"}) {
+    const std::string e = error_of(std::string(kGood) + "measured: {source: x, mfu: " + v + "}\n");
+    EXPECT_NE(e.find(":6:28: key 'measured.mfu': must be a positive finite number, got " +
+                     std::string(v)),
+              std::string::npos)
+        << e;
+  }
+}
+
+TEST(Scenario, ATypeErrorInsideAParsedValueNamesItsPlaceOnce) {
+  const std::string gdn =
+      "chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
+      "batch_per_chip: 1\n";
+  for (const std::string& bad :
+       {gdn + "gdn: {build: [ladder]}\n", std::string(kGood) + "remat: [full]\n",
+        std::string(kGood) + "remat: {custom: {context: [device]}}\n"}) {
+    const std::string e = error_of(bad);
+    EXPECT_NE(e.find("expected a string, got a sequence"), std::string::npos) << e;
+    EXPECT_EQ(e.find("tpusim_bad_scenario.yaml"), e.rfind("tpusim_bad_scenario.yaml")) << e;
+  }
+}
+
+// Kernels that cannot exist are found when the file loads, before anything is simulated, and the
+// error points at the key that sized them.
+TEST(Scenario, KernelsThatCannotExistNameTheKeyThatSizedThem) {
+  const std::string gdn =
+      "chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
+      "batch_per_chip: 1\n";
+  // The scan backward at 8 heads per cell needs 18.81 MiB of v5e's 16 MiB (docs/kernels/gdn.md).
+  std::string e = error_of(gdn + "gdn: {build: heads, head_tile_bwd: 8}\n");
+  EXPECT_NE(e.find(":6:6: key 'gdn': the GDN layer: kernel 'gdn scan bwd (th=8)' needs 18.81 MiB"),
+            std::string::npos)
+      << e;
+  e = error_of(gdn + "gdn: {build: heads, head_tile_fwd: 5}\n");
+  EXPECT_NE(
+      e.find(":6:6: key 'gdn': the GDN layer: GDN scan: head tile 5 must divide the 32 heads"),
+      std::string::npos)
+      << e;
+  e = error_of(gdn + "gdn: {build: ladder, tile_n: 64}\n");
+  EXPECT_NE(e.find(":6:6: key 'gdn': the GDN layer: GDN inversion ladder: tile_n 64 must divide "
+                   "the 32 chunks"),
+            std::string::npos)
+      << e;
+  // A lowered scoped limit is blamed for any kernel over it (here the first layer's norm).
+  e = error_of(gdn + "gdn: {build: ladder}\nscoped_vmem_kib: 4096\n");
+  EXPECT_NE(e.find(":7:18: key 'scoped_vmem_kib': the attention layer: kernel 'rmsnorm"),
+            std::string::npos)
+      << e;
+  // A key the file leaves at its default is named, with the position of the whole file.
+  e = error_of(std::string(kGood) + "attention: {block: 2048}\nscoped_vmem_kib: 4096\n");
+  EXPECT_NE(e.find(":7:18: key 'scoped_vmem_kib'"), std::string::npos) << e;
+  e = error_of(std::string(kGood) + "attention: {block: 2048}\n");
+  EXPECT_NE(e.find(":6:12: key 'attention': the attention layer: kernel 'attention fwd (block "
+                   "2048)' needs"),
+            std::string::npos)
+      << e;
+}
+
+// MaxText's _head_tile picks the head tiles from the heads a chip holds: at tensor 32 each chip
+// has one GDN value head, and the batched builds fall back to a tile of one.
+TEST(Scenario, DefaultHeadTilesFollowTheLocalHeads) {
+  EXPECT_EQ(error_of("chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
+                     "batch_per_chip: 1\nmesh: {fsdp: 8, tensor: 32}\ngdn: {build: heads}\n"),
+            "");
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ std::vector<Mat> run_ladder(const GdnShape& s, const std::vector<Mat>& S,
                             kernels::gdn::LadderProducts p) {
   ArrayMap arrays;
   arrays["S"] = pack(s, S);
-  execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile_n(s.chunks()), p), arrays);
+  execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile(s.chunks()), p), arrays);
   return unpack(s, arrays["A"]);
 }
 
@@ -121,7 +121,7 @@ TEST_P(Inversion, VjpMatchesFiniteDifferences) {
     R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
   ArrayMap arrays;
   arrays["S"] = pack(s, S);
-  execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile_n(s.chunks())), arrays);
+  execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile(s.chunks())), arrays);
   arrays["dA"] = pack(s, R);
   execute(*kernels::gdn::invert_vjp(s), arrays);
   const std::vector<Mat> dS = unpack(s, arrays["dS"]);
