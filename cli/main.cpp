@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "app/collective_fit.h"
+#include "app/command_line.h"
 #include "app/gdn_report.h"
 #include "app/matmul_table.h"
 #include "app/report.h"
@@ -331,7 +332,7 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd =
       app.add_subcommand("bench", "measure simulation speed (8192^3 matmul, 128^3 blocks)");
 
-  CLI11_PARSE(app, argc, argv);
+  if (const auto stop = parse_command_line(app, "tpusim", argc, argv)) return *stop;
   try {
     if (matmul->parsed()) {
       mm.dtype = parse_dtype(dtype);

@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "app/command_line.h"
 #include "app/scenario.h"
 #include "app/step_report.h"
 #include "gui/timeline_view.h"
@@ -412,7 +413,7 @@ int main(int argc, char** argv) {
   std::vector<double> window_us;
   app.add_option("--window-us", window_us, "initial timeline window FROM TO (microseconds)")
       ->expected(2);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto stop = parse_command_line(app, "tpusim-gui", argc, argv)) return *stop;
   auto index_of = [](const char* const* names, int n, const std::string& v) {
     for (int i = 0; i < n; ++i)
       if (v == names[i]) return i;

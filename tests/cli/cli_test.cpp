@@ -96,11 +96,18 @@ TEST_F(Cli, SameInputsGiveByteIdenticalOutputs) {
 }
 
 void expect_clean_failure(const CmdResult& r, const std::string& message) {
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2);  // docs/cli.md: bad input exits 2
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(r.err.rfind("tpusim: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, UsageErrorsAreOneLineWithExitCodeTwo) {
+  expect_clean_failure(run("kernel matmul --chip v5e --m 64"), "--k is required (see --help)");
+  expect_clean_failure(run("kernel matmul --m 8 --k 8 --n 8 --bm 8 --bk 8 --bn x"),
+                       "Could not convert: --bn = x (see --help)");
+  expect_clean_failure(run(""), "A subcommand is required (see --help)");
 }
 
 TEST_F(Cli, UnknownChip) {
