@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "models/yaml_errors.h"
@@ -22,11 +24,27 @@ namespace fs = std::filesystem;
 using Setter = std::function<void(ChipSpec&, const std::string& file, const YAML::Node&,
                                   const std::string& key)>;
 
+// The values a parameter may take: above (or from) `min`, up to `max`.
+struct Range {
+  double min = 0;
+  bool min_allowed = false;  // min itself is a valid value
+  double max = std::numeric_limits<double>::infinity();
+};
+constexpr Range kPositive{};
+constexpr Range kNonNegative{0, true};
+
 template <typename T>
-Setter field(T ChipSpec::*member, const char* type_name) {
-  return [member, type_name](ChipSpec& c, const std::string& file, const YAML::Node& n,
-                             const std::string& key) {
-    c.*member = yaml_as<T>(file, n, key, type_name);
+Setter field(T ChipSpec::*member, const char* type_name, Range r = kPositive) {
+  return [member, type_name, r](ChipSpec& c, const std::string& file, const YAML::Node& n,
+                                const std::string& key) {
+    const T v = yaml_as<T>(file, n, key, type_name);
+    const double x = static_cast<double>(v);
+    if (!(r.min_allowed ? x >= r.min : x > r.min) || !(x <= r.max))
+      yaml_fail(file, n, key,
+                fmt::format("{} is out of range: must be {} {}{}", n.Scalar(),
+                            r.min_allowed ? "at least" : "more than", r.min,
+                            std::isinf(r.max) ? "" : fmt::format(" and at most {}", r.max)));
+    c.*member = v;
   };
 }
 
@@ -35,8 +53,9 @@ const std::map<std::string, Setter>& fields() {
       {"clock_hz", field(&ChipSpec::clock_hz, "a number")},
       {"tensorcores", field(&ChipSpec::tensorcores, "an integer")},
       {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer")},
-      {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer")},
-      {"mxu_fill_drain_per_dim", field(&ChipSpec::mxu_fill_drain_per_dim, "a number")},
+      {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer", {8, true})},
+      {"mxu_fill_drain_per_dim",
+       field(&ChipSpec::mxu_fill_drain_per_dim, "a number", kNonNegative)},
       {"peak_bf16_flops", field(&ChipSpec::peak_bf16_flops, "a number")},
       {"peak_int8_ops", field(&ChipSpec::peak_int8_ops, "a number")},
       {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number")},
@@ -44,20 +63,22 @@ const std::map<std::string, Setter>& fields() {
       {"vpu_transcendental_per_cycle", field(&ChipSpec::vpu_transcendental_per_cycle, "a number")},
       {"vpu_cross_lane_per_cycle", field(&ChipSpec::vpu_cross_lane_per_cycle, "a number")},
       {"vector_rate_scale", field(&ChipSpec::vector_rate_scale, "a number")},
-      {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer")},
+      {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer", kNonNegative)},
       {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer")},
       {"scoped_vmem_bytes", field(&ChipSpec::scoped_vmem_bytes, "an integer")},
       {"hbm_bytes", field(&ChipSpec::hbm_bytes, "an integer")},
       {"hbm_bytes_per_s", field(&ChipSpec::hbm_bytes_per_s, "a number")},
       {"dma_queues", field(&ChipSpec::dma_queues, "an integer")},
-      {"dma_latency_cycles", field(&ChipSpec::dma_latency_cycles, "an integer")},
-      {"grid_step_overhead_cycles", field(&ChipSpec::grid_step_overhead_cycles, "an integer")},
-      {"while_loop_overhead_cycles", field(&ChipSpec::while_loop_overhead_cycles, "an integer")},
-      {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number")},
-      {"ici_dims", field(&ChipSpec::ici_dims, "an integer")},
+      {"dma_latency_cycles", field(&ChipSpec::dma_latency_cycles, "an integer", kNonNegative)},
+      {"grid_step_overhead_cycles",
+       field(&ChipSpec::grid_step_overhead_cycles, "an integer", kNonNegative)},
+      {"while_loop_overhead_cycles",
+       field(&ChipSpec::while_loop_overhead_cycles, "an integer", kNonNegative)},
+      {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number", kNonNegative)},
+      {"ici_dims", field(&ChipSpec::ici_dims, "an integer", {2, true, 3})},
       {"ici_link_bytes_per_s", field(&ChipSpec::ici_link_bytes_per_s, "a number")},
-      {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number")},
-      {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number")},
+      {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number", kNonNegative)},
+      {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number", {0, false, 1})},
       {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
   };
   return f;
@@ -147,12 +168,9 @@ ChipSpec load_chip(const std::string& name_or_path) {
       throw Error(fmt::format("{}: missing chip parameter '{}'", file.string(), key));
   if (c.name.empty()) throw Error(fmt::format("{}: missing 'name'", file.string()));
   c.mxu_fill_drain_cycles = c.fill_drain_cycles_from_dim();
-  if (c.clock_hz <= 0 || c.mxus_per_core < 1 || c.mxu_dim < 8 || c.tensorcores < 1 ||
-      c.hbm_bytes_per_s <= 0 || c.dma_queues < 1 || c.scoped_vmem_bytes > c.vmem_bytes)
-    throw Error(
-        fmt::format("{}: inconsistent chip parameters (clock, MXUs, HBM bandwidth, DMA "
-                    "queues must be positive; scoped VMEM at most VMEM)",
-                    file.string()));
+  if (c.scoped_vmem_bytes > c.vmem_bytes)
+    throw Error(fmt::format("{}: scoped_vmem_bytes {} is more than vmem_bytes {}", file.string(),
+                            c.scoped_vmem_bytes, c.vmem_bytes));
   return c;
 }
 

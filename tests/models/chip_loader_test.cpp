@@ -72,6 +72,26 @@ TEST(ChipLoader, MissingParameterIsNamed) {
   EXPECT_NE(error_of(text).find("missing chip parameter 'mxu_dim'"), std::string::npos);
 }
 
+TEST(ChipLoader, ValuesOutOfRangeNameTheirKeyAndBounds) {
+  EXPECT_NE(
+      error_of("name: x\nclock_hz:\n  value: 0\n  source: s\n")
+          .find("bad.yaml:3:10: key 'clock_hz.value': 0 is out of range: must be more than 0"),
+      std::string::npos);
+  EXPECT_NE(error_of("name: x\nici_efficiency:\n  value: 1.5\n  assumed: s\n")
+                .find("key 'ici_efficiency.value': 1.5 is out of range: must be more than 0 and "
+                      "at most 1"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: x\nmxu_dim:\n  value: 4\n  source: s\n")
+                .find("key 'mxu_dim.value': 4 is out of range: must be at least 8"),
+            std::string::npos);
+  std::string text = v5e_text();
+  const std::string vmem = "value: 134217728";
+  text.replace(text.find(vmem), vmem.size(), "value: 1048576");
+  EXPECT_NE(error_of(text).find("scoped_vmem_bytes 16777216 is more than vmem_bytes 1048576"),
+            std::string::npos)
+      << error_of(text);
+}
+
 TEST(ChipLoader, UnknownChipListsKnownOnes) {
   try {
     load_chip("v9x");
