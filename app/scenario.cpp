@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -17,6 +18,32 @@ namespace tpusim {
 namespace fs = std::filesystem;
 
 namespace {
+
+void only_keys(const std::string& f, const YAML::Node& n, const std::string& path,
+               const std::set<std::string>& keys);
+
+// The keys of each mapping of a scenario file, by key path ("" for the top level). `remat` is a
+// policy name or {custom: {TENSOR: placement}}, checked by load_remat.
+const std::map<std::string, std::set<std::string>>& schema() {
+  static const std::map<std::string, std::set<std::string>> keys = [] {
+    std::set<std::string> measured(kMetrics.begin(), kMetrics.end());
+    measured.insert({"source", "attention_flops"});
+    return std::map<std::string, std::set<std::string>>{
+        {"",
+         {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
+          "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
+          "attention", "scoped_vmem_kib", "measured"}},
+        {"mesh", {"fsdp", "tensor", "context"}},
+        {"gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"}},
+        {"attention", {"block"}},
+        {"measured", measured}};
+  }();
+  return keys;
+}
+
+void only_keys(const std::string& f, const YAML::Node& n, const std::string& path) {
+  only_keys(f, n, path, schema().at(path));
+}
 
 void only_keys(const std::string& f, const YAML::Node& n, const std::string& path,
                const std::set<std::string>& keys) {
@@ -98,13 +125,26 @@ RematPolicy load_remat(const std::string& f, const YAML::Node& r) {
 
 }  // namespace
 
+bool is_scenario_key(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot),
+                    key = dot == std::string::npos ? path : path.substr(dot + 1);
+  if (parent == "remat.custom") {
+    try {
+      parse_activation(key);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  const auto it = schema().find(parent);
+  return it != schema().end() && it->second.count(key);
+}
+
 Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
 
 Scenario load_scenario(const YAML::Node& root, const std::string& f) {
-  only_keys(f, root, "",
-            {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
-             "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
-             "attention", "scoped_vmem_kib", "measured"});
+  only_keys(f, root, "");
   auto need = [&](const char* key) {
     if (!root[key]) yaml_fail(f, root, key, "missing");
     return root[key];
@@ -146,14 +186,14 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   }
   c.mesh.fsdp = c.chips_per_slice;
   if (const YAML::Node m = root["mesh"]) {
-    only_keys(f, m, "mesh", {"fsdp", "tensor", "context"});
+    only_keys(f, m, "mesh");
     c.mesh.tensor = m["tensor"] ? positive(f, m["tensor"], "mesh.tensor") : 1;
     c.mesh.context = m["context"] ? positive(f, m["context"], "mesh.context") : 1;
     c.mesh.fsdp = m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp")
                             : c.chips_per_slice / (c.mesh.tensor * c.mesh.context);
   }
   if (const YAML::Node g = root["gdn"]) {
-    only_keys(f, g, "gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"});
+    only_keys(f, g, "gdn");
     if (g["build"]) {
       const auto build = yaml_as<std::string>(f, g["build"], "gdn.build", "a string");
       try {
@@ -182,14 +222,11 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
     c.chip.scoped_vmem_bytes = kib * 1024;
   }
   if (const YAML::Node a = root["attention"]) {
-    only_keys(f, a, "attention", {"block"});
+    only_keys(f, a, "attention");
     if (a["block"]) c.attention_block = positive(f, a["block"], "attention.block");
   }
   if (const YAML::Node m = root["measured"]) {
-    std::set<std::string> keys(kMetrics.begin(), kMetrics.end());
-    keys.insert("source");
-    keys.insert("attention_flops");
-    only_keys(f, m, "measured", keys);
+    only_keys(f, m, "measured");
     if (!m["source"]) yaml_fail(f, m, "measured.source", "measured values need a source");
     s.measured_source = yaml_as<std::string>(f, m["source"], "measured.source", "a string");
     for (const std::string& k : kMetrics)

@@ -34,6 +34,9 @@ Scenario load_scenario(const YAML::Node& root, const std::string& file);
 
 // A micro-benchmark table (a `rows:` list of kernel or collective timings, calibrate's data)
 // rather than a training-step scenario; such tables live beside the scenarios.
+// Whether a scenario file may set this key path ("seq", "mesh.tensor", "remat.custom.context").
+bool is_scenario_key(const std::string& path);
+
 bool is_micro_benchmark_table(const std::string& file);
 
 // Scenario files under `paths` (files or folders searched recursively, micro-benchmark tables

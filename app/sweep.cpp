@@ -109,6 +109,10 @@ Sweep load_sweep(const std::string& file) {
   std::vector<std::vector<YAML::Node>> values;
   for (const auto& kv : root["axes"]) {
     const std::string axis = kv.first.as<std::string>();
+    if (!is_scenario_key(axis))
+      yaml_fail(
+          file, kv.first, "axes." + axis,
+          "not a key of a scenario file (docs/step_model.md lists them), so no point could run");
     if (!kv.second.IsSequence() || kv.second.size() == 0)
       yaml_fail(file, kv.second, "axes." + axis, "expected a non-empty list of values");
     s.axes.push_back(axis);

@@ -309,7 +309,9 @@ int main(int argc, char** argv) {
   CLI::App* sweep_cmd =
       app.add_subcommand("sweep", "expand a base scenario over axes and run the points");
   sweep_cmd->add_option("file", sweep_file, "sweep YAML (base + axes)")->required();
-  sweep_cmd->add_option("--jobs", jobs, "worker processes")->capture_default_str();
+  sweep_cmd->add_option("--jobs", jobs, "worker processes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   sweep_cmd
       ->add_option("--shard", shard,
                    "run only points i, i+n, i+2n, ... (i/n), for spreading a sweep over machines")

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <set>
 
+#include "app/scenario.h"
 #include "models/chip_loader.h"
+#include "sim/error.h"
 
 namespace tpusim {
 namespace {
@@ -17,8 +19,10 @@ namespace fs = std::filesystem;
 
 std::string write_sweep() {
   // One folder per test: ctest runs the test cases in parallel processes.
-  const fs::path dir = fs::temp_directory_path() /
-                       ("tpusim_sweep_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tpusim_sweep_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
   std::ofstream(dir / "base.yaml")
       << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
@@ -35,6 +39,24 @@ TEST(Sweep, ExpandsTheCartesianProductInOrder) {
   EXPECT_EQ(s.points[0].values, (std::vector<std::string>{"1024", "1", "1"}));
   EXPECT_EQ(s.points[1].values, (std::vector<std::string>{"1024", "1", "3"}));
   EXPECT_EQ(s.points[11].values, (std::vector<std::string>{"2048", "3", "3"}));
+}
+
+TEST(Sweep, AnAxisThatIsNotAScenarioKeyIsAnErrorOfTheSweepFile) {
+  const fs::path f = fs::path(write_sweep()).parent_path() / "typo.yaml";
+  std::ofstream(f) << "name: t\nbase: base.yaml\naxes:\n  seq: [1024]\n  gdn.chunkk: [64]\n";
+  try {
+    load_sweep(f.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("typo.yaml:5:3: key 'axes.gdn.chunkk': not a key of a "
+                                         "scenario file"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(is_scenario_key("remat.custom.context"));
+  EXPECT_TRUE(is_scenario_key("measured.step_time_s"));
+  EXPECT_FALSE(is_scenario_key("remat.custom.kontext"));
+  EXPECT_FALSE(is_scenario_key("mesh.data"));
 }
 
 TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
