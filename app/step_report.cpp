@@ -4,10 +4,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/ir/validate.h"
 
 namespace tpusim {
+
+namespace {
+
+// The share of the step each group of units is busy (mean over the group's units), and the
+// collectives' share of the step on the chip's ICI and DCN links.
+std::map<std::string, double> unit_utilisation(const StepPrediction& p) {
+  std::map<std::string, double> u;
+  double collectives = 0;
+  for (const StepPart& part : p.parts) {
+    for (const auto& [group, busy] : part.unit_busy_s) u[group] += part.count * busy;
+    collectives += part.count * part.collective_s;
+  }
+  u["collective links"] = collectives;
+  for (auto& [group, busy] : u) busy /= p.step_time_s;
+  return u;
+}
+
+}  // namespace
 
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
@@ -47,6 +66,12 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   double exposed = 0;
   for (const StepPart& part : p.parts) exposed += part.count * part.exposed_s;
   out += fmt::format("  exposed collectives {:.1f}%\n", 100 * exposed / p.step_time_s);
+  out += "unit busy (mean over each kind's units):";
+  const auto shares = unit_utilisation(p);
+  for (const char* group : {"mxu", "vpu", "eup", "hbm", "dma", "scalar", "collective links"})
+    if (shares.count(group) && shares.at(group) > 0)
+      out += fmt::format("  {} {:.1f}%", group, 100 * shares.at(group));
+  out += "\n";
   out += "memory:";
   for (const MemoryItem& m : p.memory)
     out += fmt::format("  {} {}{};", m.what, format_bytes(m.bytes),
@@ -101,9 +126,11 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
                      {"compute_s", part.compute_s},
                      {"collective_s", part.collective_s},
                      {"exposed_collective_s", part.exposed_s},
-                     {"time_by_cause_s", causes}});
+                     {"time_by_cause_s", causes},
+                     {"unit_busy_s", part.unit_busy_s}});
   }
   j["parts"] = parts;
+  j["unit_utilization"] = unit_utilisation(p);
   json mem = json::array();
   for (const MemoryItem& m : p.memory)
     mem.push_back({{"what", m.what}, {"bytes", m.bytes}, {"on_device", m.on_device}});

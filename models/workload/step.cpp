@@ -260,6 +260,17 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   part.compute_s = r.time_s;
   part.flops = static_cast<double>(r.flops);
   for (int i = 0; i < kNumCauses; ++i) part.time_s[i] = chip.cycles_to_s(r.time[i]);
+  std::map<std::string, int> units;
+  for (size_t u = 0; u < r.units.size(); ++u) {
+    const UnitInfo& unit = r.units[u];
+    if (unit.kind == UnitKind::ici) continue;  // the step's collectives are costed analytically
+    // "tc1.mxu3" -> "mxu": one group per kind of unit, over cores and indices.
+    std::string group = unit.name.substr(unit.name.find('.') + 1);
+    group.erase(group.find_last_not_of("0123456789") + 1);
+    part.unit_busy_s[group] += chip.cycles_to_s(r.unit_busy[u]);
+    ++units[group];
+  }
+  for (auto& [group, busy] : part.unit_busy_s) busy /= units[group];
   part.forward_s = r.time_s * forward_share;
   part.backward_s = in_backward ? r.time_s - part.forward_s : 0;
   return part;

@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,7 +65,10 @@ struct StepPart {
   double forward_s = 0;     // per instance: compute of the forward pass ("fwd" stages)
   double backward_s = 0;    // per instance: compute of the backward pass (recompute included)
   std::array<double, kNumCauses> time_s{};  // per instance, by cause (compute only)
-  double flops = 0;                         // per instance, executed (algorithmic)
+  // Per instance: the mean busy time of the chip's units of each group ("mxu" over every MXU of
+  // every TensorCore, "vpu", "eup", "dma", "hbm", "scalar"); collectives are in collective_s.
+  std::map<std::string, double> unit_busy_s;
+  double flops = 0;  // per instance, executed (algorithmic)
 };
 
 struct MemoryItem {

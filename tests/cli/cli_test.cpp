@@ -197,12 +197,19 @@ TEST_F(Cli, RunPrintsTheStepAndWritesJson) {
                                       TPUSIM_SOURCE_DIR, path("s.json")));
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s : {"step time", "tokens/s/chip", "TFLOP/s/chip", "MFU", "peak HBM",
-                        "gdn layer", "measured step_time_s"})
+                        "gdn layer", "measured step_time_s", "TensorCore time by cause",
+                        "unit busy (mean over each kind's units):  mxu "})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   const auto j = nlohmann::json::parse(slurp(path("s.json")));
-  for (const char* key : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu",
-                          "peak_hbm_bytes", "hbm_capacity_bytes", "fits_hbm", "parts", "memory"})
+  for (const char* key :
+       {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu", "peak_hbm_bytes",
+        "hbm_capacity_bytes", "fits_hbm", "parts", "memory", "unit_utilization"})
     EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* unit : {"mxu", "vpu", "hbm", "dma", "collective links"}) {
+    const double share = j["unit_utilization"][unit].get<double>();
+    EXPECT_GT(share, 0) << unit;
+    EXPECT_LT(share, 1) << unit;
+  }
   EXPECT_NEAR(j["step_time_s"].get<double>() * j["tokens_per_s_per_chip"].get<double>(), 4096,
               1e-6);
 }

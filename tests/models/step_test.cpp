@@ -192,6 +192,28 @@ TEST(Step, ThroughputIdentitiesHold) {
   EXPECT_DOUBLE_EQ(parts, p.step_time_s);
 }
 
+// The AdamW pass reads the parameters, gradients and both moments (f32) and writes all but the
+// gradients, and runs no dot. The tiny model's local parameters make 16392 rows of 1024, which
+// only blocks of 8 rows divide: 2049 grid steps of 7 transfers of 32 KiB, each holding the HBM
+// pipe for ceil(32768 / 546) = 61 cycles at v5e's 546 B/cycle. No unit of any part is busy for
+// longer than the part takes.
+TEST(Step, UnitBusyTimeByHand) {
+  const StepConfig c = tiny_step(8);
+  const StepPrediction p = predict_step(c);
+  const int64_t local = c.model.params() / 8;
+  ASSERT_EQ(std::max<int64_t>(8, (local / 1024 + 7) / 8 * 8), 16392);  // step.cpp optimizer()
+  ASSERT_EQ(static_cast<int64_t>(c.chip.hbm_bytes_per_cycle()), 546);
+  for (const StepPart& part : p.parts) {
+    for (const auto& [group, busy] : part.unit_busy_s)
+      EXPECT_LE(busy, part.compute_s * (1 + 1e-12)) << part.name << " " << group;
+    if (part.name == "optimizer") {
+      EXPECT_NEAR(part.unit_busy_s.at("hbm"), c.chip.cycles_to_s(2049 * 7 * 61), 1e-12);
+      EXPECT_EQ(part.unit_busy_s.at("mxu"), 0);
+    }
+    if (part.name == "attention layer") EXPECT_GT(part.unit_busy_s.at("mxu"), 0);
+  }
+}
+
 TEST(Step, Int8MatmulsQuantizeTheirOperandsAndRunFaster) {
   StepConfig c = fsdp_step("v6e", "gpt3-175b", 256, 2048, 3);
   const StepPrediction bf16 = predict_step(c);
