@@ -40,7 +40,7 @@ std::string gdn_builds_markdown(const ChipSpec& chip, const kernels::gdn::GdnSha
         ms(cause(r, Cause::step_overhead) + cause(r, Cause::loop_overhead)));
   }
   out += "\nTime per stage (ms):\n\n| stage |";
-  for (g::Build b : builds) out += " " + g::name(b) + " |";
+  for (g::Build b : builds) out += fmt::format(" {} |", g::name(b));
   out += "\n|---|---|---|---|---|\n";
   std::vector<std::map<std::string, int64_t>> per(runs.size());
   for (size_t i = 0; i < runs.size(); ++i)

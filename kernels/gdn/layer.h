@@ -29,7 +29,7 @@ struct LayerOptions {
   // Context parallelism: the sequence is sharded over this axis and the shape holds the local
   // tokens. Only the lax.scan path composes the state across devices (MaxText PR #4968), so
   // only the main build runs with it.
-  std::optional<MeshAxis> context;
+  std::optional<MeshAxis> context = std::nullopt;
 };
 
 Build parse_build(const std::string& name);  // throws Error listing the builds

@@ -45,7 +45,9 @@ TEST(Scenario, ShippedScenariosLoad) {
        scenario_files({repo("scenarios/calibration"), repo("scenarios/blind")})) {
     const Scenario s = load_scenario(f);
     (s.measured.empty() ? blind : calibration) += 1;
-    if (f.find("/blind/") != std::string::npos) EXPECT_TRUE(s.measured.empty()) << f;
+    if (f.find("/blind/") != std::string::npos) {
+      EXPECT_TRUE(s.measured.empty()) << f;
+    }
   }
   EXPECT_EQ(calibration, 9);  // C1's four builds and five C3 rows
   EXPECT_GE(blind, 40);
@@ -121,9 +123,12 @@ TEST(Scenario, FlopRatesAreComparedOnTheLogsAttentionCount) {
   // Llama3.1-8B, batch 4 x seq 8192: the full count adds 3 x 32 layers x 4 B S^2 H D / 2.
   const double extra = 3.0 * 32 * 4 * 4 * 8192.0 * 8192 * 32 * 128 / 2;
   for (const ValidationRow& r : validation_rows(s, p)) {
-    if (r.metric == "tflops_per_chip")
+    if (r.metric == "tflops_per_chip") {
       EXPECT_NEAR(r.predicted, (p.model_flops_per_chip + extra) / p.step_time_s / 1e12, 1e-6);
-    if (r.metric == "step_time_s") EXPECT_DOUBLE_EQ(r.predicted, p.step_time_s);
+    }
+    if (r.metric == "step_time_s") {
+      EXPECT_DOUBLE_EQ(r.predicted, p.step_time_s);
+    }
   }
   const std::string e =
       error_of(std::string(kGood) + "measured: {source: x, mfu: 0.6, attention_flops: half}\n");

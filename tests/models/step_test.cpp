@@ -210,7 +210,9 @@ TEST(Step, UnitBusyTimeByHand) {
       EXPECT_NEAR(part.unit_busy_s.at("hbm"), c.chip.cycles_to_s(2049 * 7 * 61), 1e-12);
       EXPECT_EQ(part.unit_busy_s.at("mxu"), 0);
     }
-    if (part.name == "attention layer") EXPECT_GT(part.unit_busy_s.at("mxu"), 0);
+    if (part.name == "attention layer") {
+      EXPECT_GT(part.unit_busy_s.at("mxu"), 0);
+    }
   }
 }
 
