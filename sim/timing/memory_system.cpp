@@ -21,18 +21,20 @@ Hbm::Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec)
 void Hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   const int64_t requested = now_cycles() + static_cast<int64_t>(delay.value());
   const int64_t bytes = gp.get_data_length();
-  const auto duration =
-      static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle_));
-  const int64_t start = std::max(requested, free_at_);
-  free_at_ = start + duration;
+  // The pipe is occupied for a fractional number of cycles, so back-to-back transfers do not
+  // each round up; only the completion a requester sees is rounded up to a whole cycle.
+  const double start = std::max(static_cast<double>(requested), free_at_);
+  free_at_ = start + static_cast<double>(bytes) / bytes_per_cycle_;
+  const auto served_start = std::llround(start), served_end = std::llround(free_at_);
+  const auto done = static_cast<int64_t>(std::ceil(free_at_ - 1e-9));
   (gp.is_write() ? write_bytes_ : read_bytes_) += bytes;
   DmaTag* tag = gp.get_extension<DmaTag>();
   if (tag) {
-    tag->served_start = start;
-    tag->served_end = free_at_;
-    rec_.busy(unit_, start, free_at_, tag->label, tag->item, tag->step);
+    tag->served_start = served_start;
+    tag->served_end = served_end;
+    rec_.busy(unit_, served_start, served_end, tag->label, tag->item, tag->step);
   }
-  delay = cycles(free_at_ - now_cycles());
+  delay = cycles(done - now_cycles());
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

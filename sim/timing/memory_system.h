@@ -39,7 +39,7 @@ class Hbm : public sc_core::sc_module {
   double bytes_per_cycle_;
   Recorder& rec_;
   int unit_;
-  int64_t free_at_ = 0;
+  double free_at_ = 0;  // cycles, fractional
   int64_t read_bytes_ = 0, write_bytes_ = 0;
 };
 

@@ -53,15 +53,18 @@ TEST(Engine, OneStepMatmulByHand) {
 }
 
 TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
-  // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2098 HBM cycles each).
+  // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2097.152 HBM cycles each; the
+  // pipe is held for the fraction, a requester sees its data at the next whole cycle).
   const RunResult r = simulate_kernel(round_chip(), kernels::elementwise_scale(1024, 1024, 512),
                                       {.record_timeline = true});
-  // x0 [100, 2198). Step 0: overhead to 50, wait to 2198, prefetch x1 (HBM [2298, 4396)), body
-  // 256 + 2 cycles to 2456, write y0: requested 2556, HBM free at 4396 -> [4396, 6494).
-  // Step 1: overhead to 2506, wait x1 until 4396, body to 4654, write y1: HBM [6494, 8592).
-  EXPECT_EQ(r.cycles, 8592);
+  // x0 [100, 2197.152), arrives 2198. Step 0: overhead to 50, wait to 2198, prefetch x1 (HBM
+  // [2298, 4395.152), arrives 4396), body 256 + 2 cycles to 2456, write y0: requested 2556, HBM
+  // free at 4395.152 -> [4395.152, 6492.304). Step 1: overhead to 2506, wait x1 until 4396, body
+  // to 4654, write y1: HBM [6492.304, 8589.456), done at 8590. The HBM timeline rounds each
+  // interval's ends: 2097 + 2097 + 2097 + 2097 cycles busy.
+  EXPECT_EQ(r.cycles, 8590);
   EXPECT_EQ(time_of(r, Cause::busy), 2 * 256);
-  EXPECT_EQ(r.unit_busy[unit(r, "hbm")], 4 * 2098);
+  EXPECT_EQ(r.unit_busy[unit(r, "hbm")], 4 * 2097);
   EXPECT_EQ(r.unit_busy[unit(r, "tc0.vpu")], 2 * 256);
   EXPECT_EQ(total_of(r), r.cycles);
   // The prefetch of x1 overlaps step 0's compute: x1's transfer starts before step 0's body ends.
