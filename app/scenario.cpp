@@ -23,7 +23,7 @@ void only_keys(const std::string& f, const YAML::Node& n, const std::string& pat
                const std::set<std::string>& keys);
 
 // The keys of each mapping of a scenario file, by key path ("" for the top level). `remat` is a
-// policy name or {custom: {TENSOR: placement}}, checked by load_remat.
+// policy name or {custom: {TENSOR: placement}}; load_remat checks the tensor names.
 const std::map<std::string, std::set<std::string>>& schema() {
   static const std::map<std::string, std::set<std::string>> keys = [] {
     std::set<std::string> measured(kMetrics.begin(), kMetrics.end());
@@ -34,6 +34,7 @@ const std::map<std::string, std::set<std::string>>& schema() {
           "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
           "attention", "scoped_vmem_kib", "measured"}},
         {"mesh", {"fsdp", "tensor", "context"}},
+        {"remat", {"custom"}},
         {"gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"}},
         {"attention", {"block"}},
         {"measured", measured}};
@@ -99,7 +100,7 @@ RematPolicy load_remat(const std::string& f, const YAML::Node& r) {
       yaml_fail(f, r, "remat", e.what());
     }
   }
-  only_keys(f, r, "remat", {"custom"});
+  only_keys(f, r, "remat");
   const YAML::Node t = r["custom"];
   if (!t.IsMap())
     yaml_fail(f, t, "remat.custom",

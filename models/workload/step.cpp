@@ -415,10 +415,6 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   return items;
 }
 
-}  // namespace
-
-namespace {
-
 // Builds one part's program and runs the engine's static checks on it; a failure names `key`.
 template <typename Build>
 void check_part(const StepConfig& c, const std::string& key, const std::string& part, Build build) {
