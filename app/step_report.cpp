@@ -10,10 +10,6 @@
 
 namespace tpusim {
 
-namespace {
-
-// The share of the step each group of units is busy (mean over the group's units), and the
-// collectives' share of the step on the chip's ICI and DCN links.
 std::map<std::string, double> unit_utilisation(const StepPrediction& p) {
   std::map<std::string, double> u;
   double collectives = 0;
@@ -26,7 +22,14 @@ std::map<std::string, double> unit_utilisation(const StepPrediction& p) {
   return u;
 }
 
-}  // namespace
+std::string unit_utilisation_text(const StepPrediction& p) {
+  const auto shares = unit_utilisation(p);
+  std::string out;
+  for (const char* group : {"mxu", "vpu", "eup", "hbm", "dma", "scalar", "collective links"})
+    if (shares.count(group) && shares.at(group) > 0)
+      out += fmt::format("{}{} {:.1f}%", out.empty() ? "" : "  ", group, 100 * shares.at(group));
+  return out;
+}
 
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
@@ -66,12 +69,7 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   double exposed = 0;
   for (const StepPart& part : p.parts) exposed += part.count * part.exposed_s;
   out += fmt::format("  exposed collectives {:.1f}%\n", 100 * exposed / p.step_time_s);
-  out += "unit busy (mean over each kind's units):";
-  const auto shares = unit_utilisation(p);
-  for (const char* group : {"mxu", "vpu", "eup", "hbm", "dma", "scalar", "collective links"})
-    if (shares.count(group) && shares.at(group) > 0)
-      out += fmt::format("  {} {:.1f}%", group, 100 * shares.at(group));
-  out += "\n";
+  out += "unit busy (mean over each kind's units):  " + unit_utilisation_text(p) + "\n";
   out += "memory:";
   for (const MemoryItem& m : p.memory)
     out += fmt::format("  {} {}{};", m.what, format_bytes(m.bytes),

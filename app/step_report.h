@@ -1,6 +1,7 @@
 // Text and JSON for a predicted training step (tpusim run), and the predicted-against-measured
 // rows of a scenario (tpusim validate).
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,13 @@
 namespace tpusim {
 
 std::string step_summary_text(const Scenario& s, const StepPrediction& p);
+
+// The share of the step each kind of unit is busy, mean over its units ("mxu", "vpu", "eup",
+// "hbm", "dma", ...), and "collective links": the collectives' share on the ICI and DCN links.
+std::map<std::string, double> unit_utilisation(const StepPrediction& p);
+
+// The same as one line: "mxu 73.7%  vpu 12.8%  ...", zero shares left out.
+std::string unit_utilisation_text(const StepPrediction& p);
 nlohmann::json step_json(const Scenario& s, const StepPrediction& p);
 
 struct ValidationRow {

@@ -317,6 +317,7 @@ void totals_panel(const Outcome& o) {
         static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300, 0),
         ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
             .c_str());
+    ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
     for (const StepPart& part : s.parts)
       ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
                   static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
