@@ -415,21 +415,8 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const Local& l) {
   return items;
 }
 
-// Builds one part's program and runs the engine's static checks on it; a failure names `key`.
-template <typename Build>
-void check_part(const StepConfig& c, const std::string& key, const std::string& part, Build build) {
-  try {
-    validate(c.chip, build());
-  } catch (const VmemError& e) {
-    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()), /*over_vmem=*/true);
-  } catch (const Error& e) {
-    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()));
-  }
-}
-
-}  // namespace
-
-void check(const StepConfig& c) {
+// The configuration's own consistency: mesh product, divisibility, build and parallelism.
+void check_config(const StepConfig& c) {
   const ModelConfig& m = c.model;
   const Mesh& x = c.mesh;
   if (x.fsdp * x.tensor * x.context != c.chips_per_slice)
@@ -464,11 +451,47 @@ void check(const StepConfig& c) {
                     "#4968): build '{}' (PR #4348's kernels) does not compose the state across "
                     "context shards; use build main",
                     kernels::gdn::name(c.gdn.build)));
-  if (m.attention_layers() > 0)
-    check_part(c, "attention", "attention layer", [&] { return attention_layer(c, l); });
-  if (m.gdn_layers() > 0) check_part(c, "gdn", "GDN layer", [&] { return gdn_layer(c, l); });
-  check_part(c, "vocab_tiling", "embedding and logits", [&] { return embedding_and_logits(c, l); });
-  check_part(c, "", "optimizer update", [&] { return optimizer(c); });
+}
+
+// Builds one part's program and runs the engine's static checks on it; a failure names `key`.
+template <typename Build>
+Program checked_part(const StepConfig& c, const std::string& key, const std::string& part,
+                     Build build) {
+  try {
+    Program p = build();
+    validate(c.chip, p);
+    return p;
+  } catch (const VmemError& e) {
+    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()), /*over_vmem=*/true);
+  } catch (const Error& e) {
+    throw ConfigError(key, fmt::format("the {}: {}", part, e.what()));
+  }
+}
+
+// The parts are built here exactly as predict_step builds them, so what loads also runs.
+Program attention_part(const StepConfig& c, const Local& l) {
+  return checked_part(c, "attention", "attention layer", [&] { return attention_layer(c, l); });
+}
+Program gdn_part(const StepConfig& c, const Local& l) {
+  return checked_part(c, "gdn", "GDN layer", [&] { return gdn_layer(c, l); });
+}
+Program logits_part(const StepConfig& c, const Local& l) {
+  return checked_part(c, "vocab_tiling", "embedding and logits",
+                      [&] { return embedding_and_logits(c, l); });
+}
+Program optimizer_part(const StepConfig& c) {
+  return checked_part(c, "", "optimizer update", [&] { return optimizer(c); });
+}
+
+}  // namespace
+
+void check(const StepConfig& c) {
+  check_config(c);
+  const Local l = local(c);
+  if (c.model.attention_layers() > 0) attention_part(c, l);
+  if (c.model.gdn_layers() > 0) gdn_part(c, l);
+  logits_part(c, l);
+  optimizer_part(c);
 }
 
 double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, AttentionCount count) {
@@ -508,7 +531,7 @@ Program one_of_each_part(const StepConfig& c) {
 }
 
 StepPrediction predict_step(const StepConfig& c) {
-  check(c);
+  check_config(c);  // the parts are checked as they are built
   const Local l = local(c);
   const ModelConfig& m = c.model;
   StepPrediction out;
@@ -519,17 +542,16 @@ StepPrediction predict_step(const StepConfig& c) {
     out.parts.push_back(part);
   };
   if (m.attention_layers() > 0)
-    layer("attention layer", m.attention_layers(), attention_layer(c, l),
-          m.attention_layer_params(), true);
+    layer("attention layer", m.attention_layers(), attention_part(c, l), m.attention_layer_params(),
+          true);
   if (m.gdn_layers() > 0)
-    layer("gdn layer", m.gdn_layers(), gdn_layer(c, l), m.gdn_layer_params(), false);
-  StepPart emb =
-      simulate_part(c, "embedding + logits", 1, embedding_and_logits(c, l), /*in_backward=*/true);
+    layer("gdn layer", m.gdn_layers(), gdn_part(c, l), m.gdn_layer_params(), false);
+  StepPart emb = simulate_part(c, "embedding + logits", 1, logits_part(c, l), /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
   add_layer_collectives(c, emb, m.embedding_params(), false);
   emb.exposed_s = emb.collective_s;
   out.parts.push_back(emb);
-  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer(c), /*in_backward=*/false));
+  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer_part(c), /*in_backward=*/false));
   if (c.mesh.data > 1) {
     StepPart dcn;
     dcn.name = "data-parallel gradient all-reduce (DCN)";
