@@ -38,6 +38,9 @@ std::string error_of(const std::string& yaml) {
 }
 
 const char* kGood = "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\n";
+// C1's GDN model on v5e-256 without a gdn: section (five lines).
+const std::string kGdn =
+    "chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\nbatch_per_chip: 1\n";
 
 TEST(Scenario, ShippedScenariosLoad) {
   int calibration = 0, blind = 0;
@@ -205,11 +208,8 @@ TEST(Scenario, MeasuredValuesArePositiveAndFinite) {
 }
 
 TEST(Scenario, ATypeErrorInsideAParsedValueNamesItsPlaceOnce) {
-  const std::string gdn =
-      "chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
-      "batch_per_chip: 1\n";
   for (const std::string& bad :
-       {gdn + "gdn: {build: [ladder]}\n", std::string(kGood) + "remat: [full]\n",
+       {kGdn + "gdn: {build: [ladder]}\n", std::string(kGood) + "remat: [full]\n",
         std::string(kGood) + "remat: {custom: {context: [device]}}\n"}) {
     const std::string e = error_of(bad);
     EXPECT_NE(e.find("expected a string, got a sequence"), std::string::npos) << e;
@@ -220,26 +220,23 @@ TEST(Scenario, ATypeErrorInsideAParsedValueNamesItsPlaceOnce) {
 // Kernels that cannot exist are found when the file loads, before anything is simulated, and the
 // error points at the key that sized them.
 TEST(Scenario, KernelsThatCannotExistNameTheKeyThatSizedThem) {
-  const std::string gdn =
-      "chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
-      "batch_per_chip: 1\n";
   // The scan backward at 8 heads per cell needs 18.81 MiB of v5e's 16 MiB (docs/kernels/gdn.md).
-  std::string e = error_of(gdn + "gdn: {build: heads, head_tile_bwd: 8}\n");
+  std::string e = error_of(kGdn + "gdn: {build: heads, head_tile_bwd: 8}\n");
   EXPECT_NE(e.find(":6:6: key 'gdn': the GDN layer: kernel 'gdn scan bwd (th=8)' needs 18.81 MiB"),
             std::string::npos)
       << e;
-  e = error_of(gdn + "gdn: {build: heads, head_tile_fwd: 5}\n");
+  e = error_of(kGdn + "gdn: {build: heads, head_tile_fwd: 5}\n");
   EXPECT_NE(
       e.find(":6:6: key 'gdn': the GDN layer: GDN scan: head tile 5 must divide the 32 heads"),
       std::string::npos)
       << e;
-  e = error_of(gdn + "gdn: {build: ladder, tile_n: 64}\n");
+  e = error_of(kGdn + "gdn: {build: ladder, tile_n: 64}\n");
   EXPECT_NE(e.find(":6:6: key 'gdn': the GDN layer: GDN inversion ladder: tile_n 64 must divide "
                    "the 32 chunks"),
             std::string::npos)
       << e;
   // A lowered scoped limit is blamed for any kernel over it (here the first layer's norm).
-  e = error_of(gdn + "gdn: {build: ladder}\nscoped_vmem_kib: 4096\n");
+  e = error_of(kGdn + "gdn: {build: ladder}\nscoped_vmem_kib: 4096\n");
   EXPECT_NE(e.find(":7:18: key 'scoped_vmem_kib': the attention layer: kernel 'rmsnorm"),
             std::string::npos)
       << e;
@@ -256,9 +253,7 @@ TEST(Scenario, KernelsThatCannotExistNameTheKeyThatSizedThem) {
 // MaxText's _head_tile picks the head tiles from the heads a chip holds: at tensor 32 each chip
 // has one GDN value head, and the batched builds fall back to a tile of one.
 TEST(Scenario, DefaultHeadTilesFollowTheLocalHeads) {
-  EXPECT_EQ(error_of("chip: v5e\nchips: 256\nmodel: qwen3-next-dense-8b\nseq: 4096\n"
-                     "batch_per_chip: 1\nmesh: {fsdp: 8, tensor: 32}\ngdn: {build: heads}\n"),
-            "");
+  EXPECT_EQ(error_of(kGdn + "mesh: {fsdp: 8, tensor: 32}\ngdn: {build: heads}\n"), "");
 }
 
 }  // namespace
