@@ -137,6 +137,10 @@ std::string repo_relative(const std::string& path) {
   return fs::relative(path, fs::path(models_dir()).parent_path()).string();
 }
 
+std::string repo_path(const std::string& relative) {
+  return (fs::path(models_dir()).parent_path() / relative).string();
+}
+
 std::vector<std::string> known_chips() {
   std::vector<std::string> names;
   const fs::path dir = fs::path(models_dir()) / "chips";

@@ -13,6 +13,8 @@ namespace tpusim {
 std::string models_dir();
 // `path` relative to the repository (the parent of models_dir()), for reports and docs.
 std::string repo_relative(const std::string& path);
+// A path of the repository (the parent of models_dir()): its scenarios/, docs/.
+std::string repo_path(const std::string& relative);
 
 std::vector<std::string> known_chips();
 

@@ -1,6 +1,7 @@
 #include "kernels/gdn/layer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/gdn/invert.h"
 #include "kernels/gdn/scan.h"
@@ -10,9 +11,15 @@
 namespace tpusim::kernels::gdn {
 
 Build parse_build(const std::string& n) {
-  for (Build b : {Build::main, Build::scan, Build::heads, Build::ladder})
+  for (Build b : kBuilds)
     if (name(b) == n) return b;
-  throw Error(fmt::format("unknown GDN build '{}' (known: main, scan, heads, ladder)", n));
+  throw Error(fmt::format("unknown GDN build '{}' (known: {})", n, fmt::join(build_names(), ", ")));
+}
+
+std::vector<std::string> build_names() {
+  std::vector<std::string> names;
+  for (Build b : kBuilds) names.push_back(name(b));
+  return names;
 }
 
 std::string name(Build b) {

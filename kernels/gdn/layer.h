@@ -11,6 +11,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/gdn/shape.h"
 #include "sim/ir/program.h"
@@ -32,8 +33,11 @@ struct LayerOptions {
   std::optional<MeshAxis> context = std::nullopt;
 };
 
+inline constexpr Build kBuilds[] = {Build::main, Build::scan, Build::heads, Build::ladder};
+
 Build parse_build(const std::string& name);  // throws Error listing the builds
 std::string name(Build b);
+std::vector<std::string> build_names();  // of kBuilds, in order
 
 Program layer_core(const GdnShape& s, const LayerOptions& o);
 

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kernels/catalog.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -68,6 +70,21 @@ TEST_F(Cli, HelpOnEveryCommand) {
   EXPECT_NE(run("kernel matmul --help").out.find("--trace"), std::string::npos);
 }
 
+// The kernel commands are generated from the catalog: every kernel is listed, and its help
+// names every knob with its help text.
+TEST_F(Cli, KernelHelpListsEveryCatalogKernelAndKnob) {
+  const std::string list = run("kernel --help").out;
+  for (const tpusim::kernels::CatalogEntry& e : tpusim::kernels::catalog()) {
+    EXPECT_NE(list.find(e.name), std::string::npos) << e.name;
+    const CmdResult r = run("kernel " + e.name + " --help");
+    EXPECT_EQ(r.status, 0) << e.name;
+    for (const tpusim::kernels::Knob& k : e.knobs) {
+      EXPECT_NE(r.out.find("--" + k.name), std::string::npos) << e.name << " --" << k.name;
+      EXPECT_NE(r.out.find(k.help.substr(0, 20)), std::string::npos) << e.name << " " << k.name;
+    }
+  }
+}
+
 TEST_F(Cli, MatmulPrintsSummaryAndWritesJsonAndTrace) {
   const CmdResult r =
       run(fmt::format("{} --json {} --trace {}", kMatmul, path("r.json"), path("t.json")));
@@ -108,6 +125,13 @@ TEST_F(Cli, UsageErrorsAreOneLineWithExitCodeTwo) {
   expect_clean_failure(run("kernel matmul --m 8 --k 8 --n 8 --bm 8 --bk 8 --bn x"),
                        "Could not convert: --bn = x (see --help)");
   expect_clean_failure(run(""), "A subcommand is required (see --help)");
+}
+
+TEST_F(Cli, KnobOutOfRangeIsAnError) {
+  expect_clean_failure(run("kernel xla-dot --m 0 --k 8 --n 8"),
+                       "kernel xla-dot: m = 0 is outside 1..1048576");
+  expect_clean_failure(run("kernel gdn-scan-fwd --precision high"),
+                       "unknown precision 'high' (known: default, highest)");
 }
 
 TEST_F(Cli, UnknownChip) {

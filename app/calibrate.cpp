@@ -1,0 +1,71 @@
+#include "app/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "models/chip_loader.h"
+
+namespace tpusim {
+namespace {
+
+constexpr int kMaxRounds = 8;  // the fixed point is reached in two or three
+const std::string kC1 = "scenarios/calibration/c1/", kC3 = "scenarios/calibration/c3/";
+
+}  // namespace
+
+Calibration calibrate() {
+  const ChipSpec v5e = load_chip("v5e");
+  Calibration c;
+  c.matmul = load_matmul_table(repo_path("scenarios/calibration/v5e_pallas_matmul.yaml"));
+  c.blind_matmul = load_matmul_table(repo_path("scenarios/blind/b4_pallas_matmul_128.yaml"));
+  c.gather = load_collective_table(repo_path("scenarios/calibration/v5e_allgather.yaml"));
+  EngineConstants& engine = c.engine;
+  engine = recorded_engine_constants(v5e);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const EngineConstants before = engine;
+    // The matmul fit searches its own constants from a fixed start; it sees this round's rest.
+    const ChipSpec chip = with_constants(v5e, engine);
+    engine.matmul = fit_constants(chip, c.matmul);
+    engine.collectives = fit_collective_constants(with_constants(chip, engine.matmul), c.gather);
+    c.fill_drain = fit_mxu_fill_drain(repo_path(kC1 + "c1_scan.yaml"),
+                                      repo_path(kC1 + "c1_heads.yaml"), engine);
+    engine.mxu_fill_drain_per_dim = c.fill_drain.value;
+    if (engine.matmul.grid_step_overhead_cycles == before.matmul.grid_step_overhead_cycles &&
+        engine.matmul.dma_latency_cycles == before.matmul.dma_latency_cycles &&
+        engine.mxu_fill_drain_per_dim == before.mxu_fill_drain_per_dim)
+      break;
+  }
+  c.vector_scale = fit_vector_rate_scale(repo_path(kC3 + "c3_01_v6e_llama3.1-8b.yaml"), engine);
+  const ChipSpec fitted = with_constants(v5e, engine);
+  predict(fitted, c.matmul);
+  predict(fitted, c.blind_matmul);
+  predict(fitted, c.gather);
+  c.markdown = calibration_markdown(fitted, engine.matmul, c.matmul, c.blind_matmul) +
+               collective_calibration_markdown(engine.collectives, c.gather) +
+               step_calibration_markdown(c.fill_drain, c.vector_scale, engine,
+                                         repo_path(kC3 + "c3_07_v6e_llama3.1-70b.yaml"));
+  return c;
+}
+
+std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& files) {
+  namespace fs = std::filesystem;
+  const fs::path chips = fs::path(models_dir()) / "chips";
+  std::vector<CalibratedValue> values = calibrated_values(c.engine.matmul, c.matmul);
+  for (const CalibratedValue& v : calibrated_values(c.engine.collectives, c.gather))
+    values.push_back(v);
+  values.push_back({c.fill_drain.key, c.fill_drain.value, false,
+                    fmt::format("fitted by `tpusim calibrate` on C1's head-batching saving: "
+                                "c1_scan.yaml minus c1_heads.yaml step time (measured {:.4g} s, "
+                                "predicted {:.4g} s)",
+                                c.fill_drain.measured, c.fill_drain.predicted)});
+  const std::string shared = (chips / "shared.yaml").string();
+  const std::string chip_file = (chips / (c.vector_scale.chip + ".yaml")).string();
+  const std::string docs = repo_path("docs/calibration.md");
+  files.stage(shared, shared_yaml_with(shared, values));
+  files.stage(chip_file, chip_yaml_with(chip_file, c.vector_scale));
+  files.stage(docs, c.markdown);
+  return {shared, chip_file, docs};
+}
+
+}  // namespace tpusim

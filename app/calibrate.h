@@ -1,0 +1,31 @@
+// `tpusim calibrate`: fits the engine's constants (matmul table, AllGather) and the whole-step
+// ones (the MXU fill/drain latency on C1's head-batching saving, v6e's vector rate scale on C3 #1),
+// each on its own data, and renders docs/calibration.md. The fits depend on each other (the
+// matmul table sees the fill/drain latency, C1 the matmul constants), so they repeat until the
+// values stop changing.
+#pragma once
+#include <string>
+
+#include "app/collective_fit.h"
+#include "app/matmul_table.h"
+#include "app/report.h"
+#include "app/step_fit.h"
+
+namespace tpusim {
+
+struct Calibration {
+  EngineConstants engine;
+  StepConstantFit fill_drain, vector_scale;
+  MatmulTable matmul, blind_matmul;  // predicted with the fitted constants
+  CollectiveTable gather;
+  std::string markdown;  // docs/calibration.md
+};
+
+// Every data file is read from the repository (repo_path).
+Calibration calibrate();
+
+// Stages what `calibrate --write` updates: shared.yaml, the fitted chip's file and
+// docs/calibration.md. Returns the paths staged.
+std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& files);
+
+}  // namespace tpusim

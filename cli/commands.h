@@ -1,0 +1,29 @@
+// The tpusim subcommands. Each function adds its subcommand (options and help) to the app and
+// returns what runs when it is the one parsed; main.cpp holds the table of them.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
+namespace tpusim::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<void()> run;
+};
+
+// kernel_commands.cpp: `kernel NAME` for every catalog kernel, and `gdn-builds`.
+std::vector<Command> kernel_commands(CLI::App& app);
+Command gdn_builds_command(CLI::App& app);
+
+// step_commands.cpp: training steps from scenario files.
+Command run_command(CLI::App& app);
+Command validate_command(CLI::App& app);
+Command sweep_command(CLI::App& app);
+
+// tool_commands.cpp: chips, calibration, speed.
+Command chip_command(CLI::App& app);
+Command calibrate_command(CLI::App& app);
+Command bench_command(CLI::App& app);
+
+}  // namespace tpusim::cli

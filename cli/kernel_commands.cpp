@@ -1,0 +1,114 @@
+// `tpusim kernel NAME`: one subcommand per catalog kernel, its flags generated from the knobs;
+// `tpusim gdn-builds`: the four builds side by side for a GDN shape.
+#include <iostream>
+#include <memory>
+
+#include "app/gdn_report.h"
+#include "app/knob_options.h"
+#include "app/report.h"
+#include "app/timeline_svg.h"
+#include "cli/commands.h"
+#include "kernels/catalog.h"
+#include "kernels/catalog_entries.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::cli {
+namespace {
+
+constexpr const char* kDefaultChip = "v5e";
+
+// The files a simulating command may write.
+struct Outputs {
+  std::string json, trace, svg;
+  std::vector<double> window_us;
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--json", json, "write machine-readable results to FILE");
+    cmd->add_option("--trace", trace, "write a Chrome trace-event JSON (open in Perfetto) to FILE");
+    cmd->add_option("--svg", svg, "write a timeline picture (SVG) to FILE");
+    cmd->add_option("--window-us", window_us,
+                    "time window of the SVG picture: FROM TO (microseconds)")
+        ->expected(2);
+  }
+  bool timeline() const { return !trace.empty() || !svg.empty(); }
+};
+
+void run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
+                    const Outputs& out) {
+  SimOptions opt;
+  opt.record_timeline = out.timeline();
+  const RunResult r = simulate(chip, program, opt);
+  OutputFiles files;
+  if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
+  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
+  if (!out.svg.empty()) {
+    SvgWindow w;
+    if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};
+    files.stage(out.svg, timeline_svg(r, w));
+  }
+  files.commit();
+  std::cout << summary_text(r, chip);
+}
+
+// The resolved inputs echoed in the JSON: the command, the chip and every knob.
+nlohmann::json config_json(const kernels::CatalogEntry& e, const ChipSpec& chip,
+                           const kernels::KnobValues& v) {
+  nlohmann::json j = {{"command", "kernel " + e.name}, {"chip", chip.name}};
+  for (const kernels::Knob& k : e.knobs) {
+    if (k.type == kernels::Knob::Type::integer)
+      j[k.key()] = v.integer(k.name);
+    else
+      j[k.key()] = v.choice(k.name);
+  }
+  return j;
+}
+
+struct KernelArgs {
+  const kernels::CatalogEntry* entry = nullptr;
+  std::string chip = kDefaultChip;
+  KnobOptions knobs;
+  Outputs out;
+};
+
+}  // namespace
+
+std::vector<Command> kernel_commands(CLI::App& app) {
+  CLI::App* kernel = app.add_subcommand("kernel", "simulate one kernel");
+  kernel->require_subcommand(1);
+  std::vector<Command> commands;
+  for (const kernels::CatalogEntry& e : kernels::catalog()) {
+    auto a = std::make_shared<KernelArgs>();
+    a->entry = &e;
+    CLI::App* c = kernel->add_subcommand(e.name, e.help);
+    c->add_option("--chip", a->chip, "chip name or chip YAML file")->capture_default_str();
+    a->knobs.add_kernel(c, e);
+    a->out.add_to(c);
+    commands.push_back({c, [a] {
+                          kernels::KnobValues v;
+                          a->knobs.apply(*a->entry, v);
+                          const ChipSpec chip = load_chip(a->chip);
+                          run_and_report(chip, a->entry->program(chip, v),
+                                         config_json(*a->entry, chip, v), a->out);
+                        }});
+  }
+  return commands;
+}
+
+Command gdn_builds_command(CLI::App& app) {
+  // The GDN shape's knobs, as the layer's catalog entry spells them.
+  static const kernels::CatalogEntry shape_only{"gdn-builds", "", kernels::gdn_shape_knobs(), {}};
+  auto a = std::make_shared<KernelArgs>();
+  a->entry = &shape_only;
+  CLI::App* c = app.add_subcommand(
+      "gdn-builds", "the four builds of the GDN kernel change side by side (markdown)");
+  c->add_option("--chip", a->chip, "chip name or chip YAML file")->capture_default_str();
+  a->knobs.add_kernel(c, shape_only);
+  return {c, [a] {
+            kernels::KnobValues v;
+            a->knobs.apply(*a->entry, v);
+            a->entry->check(v);
+            std::cout << gdn_builds_markdown(load_chip(a->chip), kernels::gdn_shape_of(v));
+          }};
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,115 @@
+// `tpusim run`, `validate` and `sweep`: training steps from scenario files.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "app/report.h"
+#include "app/scenario.h"
+#include "app/step_report.h"
+#include "app/sweep.h"
+#include "app/validate.h"
+#include "cli/commands.h"
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::cli {
+
+Command run_command(CLI::App& app) {
+  struct Args {
+    std::string file, json, trace;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("run", "predict a training step from a scenario file");
+  c->add_option("file", a->file, "scenario YAML")->required();
+  c->add_option("--json", a->json, "write machine-readable results to FILE");
+  c->add_option("--trace", a->trace,
+                "write a Chrome trace of one layer of each kind and the logits (no "
+                "optimizer, no collectives) to FILE");
+  return {c, [a] {
+            const Scenario sc = load_scenario(a->file);
+            const StepPrediction p = predict_step(sc.step);
+            OutputFiles files;
+            if (!a->json.empty()) files.stage(a->json, step_json(sc, p).dump(2) + "\n");
+            if (!a->trace.empty()) {
+              ChipSpec chip = sc.step.chip;
+              chip.host_dispatch_s = 0;
+              const RunResult r =
+                  simulate(chip, one_of_each_part(sc.step), {.record_timeline = true});
+              files.stage(a->trace, chrome_trace(r).dump() + "\n");
+            }
+            files.commit();
+            std::cout << step_summary_text(sc, p);
+          }};
+}
+
+Command validate_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> paths;
+    std::string json, markdown;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand(
+      "validate", "predicted against measured for every scenario with measured values");
+  c->add_option("paths", a->paths,
+                "scenario files or folders (default: scenarios/calibration scenarios/blind)");
+  c->add_option("--json", a->json, "write the rows as JSON to FILE");
+  c->add_option("--markdown", a->markdown, "write the report to FILE (default docs/validation.md)");
+  return {c, [a] {
+            const Validation v = validate(a->paths.empty() ? default_validation_paths() : a->paths);
+            const std::string md = v.markdown();
+            OutputFiles files;
+            files.stage(a->markdown.empty() ? repo_path("docs/validation.md") : a->markdown, md);
+            if (!a->json.empty()) files.stage(a->json, v.json().dump(2) + "\n");
+            files.commit();
+            std::cout << md;
+          }};
+}
+
+Command sweep_command(CLI::App& app) {
+  struct Args {
+    std::string file, csv, json, shard = "0/1";
+    int jobs = 1;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("sweep", "expand a base scenario over axes and run the points");
+  c->add_option("file", a->file, "sweep YAML (base + axes)")->required();
+  c->add_option("--jobs", a->jobs, "worker processes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  c->add_option("--shard", a->shard,
+                "run only points i, i+n, i+2n, ... (i/n), for spreading a sweep over machines")
+      ->capture_default_str();
+  c->add_option("--csv", a->csv, "CSV output (default: <sweep name>[.shard-i-of-n].csv)");
+  c->add_option("--json", a->json, "JSON output (default: <sweep name>[.shard-i-of-n].json)");
+  return {c, [a] {
+            int si = 0, sn = 1;
+            if (std::sscanf(a->shard.c_str(), "%d/%d", &si, &sn) != 2)
+              throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
+            const Sweep sw = load_sweep(a->file);
+            const bool tty = isatty(fileno(stderr));
+            const auto results = run_sweep(sw, a->jobs, si, sn, [&](int done, int total) {
+              const int width = 40, filled = total ? width * done / total : width;
+              fmt::print(stderr, "{}[{}{}] {}/{} points", tty ? "\r" : "", std::string(filled, '#'),
+                         std::string(width - filled, '.'), done, total);
+              if (!tty || done == total) fmt::print(stderr, "\n");
+            });
+            const std::string stem =
+                sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
+            OutputFiles files;
+            files.stage(a->csv.empty() ? stem + ".csv" : a->csv, sweep_csv(sw, results));
+            files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
+            files.commit();
+            int failed = 0;
+            for (const PointResult& r : results) failed += !r.ok;
+            fmt::print(
+                "{} points run ({} could not: see the error column), {} points in the "
+                "sweep\n",
+                results.size(), failed, sw.points.size());
+          }};
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,73 @@
+#include "gui/simulation.h"
+
+#include "app/scenario.h"
+#include "kernels/gdn/layer.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::gui {
+namespace {
+
+Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
+  Shown s{k.label(), k.entry().program(chip, k.knobs), {}, {}};
+  s.run = simulate(chip, s.program, {.record_timeline = true});
+  s.lanes = index_lanes(s.run);
+  return s;
+}
+
+}  // namespace
+
+const kernels::CatalogEntry& KernelChoice::entry() const { return kernels::catalog().at(kernel); }
+
+std::string KernelChoice::label() const {
+  std::string choices;
+  for (const kernels::Knob& k : entry().knobs)
+    if (k.type == kernels::Knob::Type::choice)
+      choices += (choices.empty() ? "" : ", ") + k.name + "=" + knobs.choice(k.name);
+  return choices.empty() ? entry().name : entry().name + " (" + choices + ")";
+}
+
+KernelChoice switch_kernel(int kernel, const kernels::KnobValues& from) {
+  KernelChoice k{kernel, kernels::catalog().at(kernel).defaults()};
+  for (const auto& [name, value] : from.all())
+    if (k.knobs.has(name) && k.knobs.all().at(name).index() == value.index())
+      k.knobs.set(name, value);
+  return k;
+}
+
+Outcome simulate_knobs(const Knobs& k) {
+  Outcome o;
+  try {
+    const ChipSpec chip = load_chip(k.chip);
+    o.peak_flops = chip.peak_bf16_flops;
+    o.what = k.main.label();
+    o.run = simulate_one(chip, k.main);
+    if (k.compare) o.compare = simulate_one(chip, *k.compare);
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+Outcome simulate_scenario(const std::string& file, int build) {
+  Outcome o;
+  o.scenario = true;
+  try {
+    Scenario s = load_scenario(file);
+    const kernels::gdn::Build as_measured = s.step.gdn.build;
+    if (build >= 0) {
+      s.step.gdn.build = kernels::gdn::kBuilds[build];
+      check(s.step);  // e.g. a kernel build under context parallelism
+    }
+    o.step = predict_step(s.step);
+    // The file's measurements belong to its own build.
+    if (s.step.gdn.build == as_measured) o.validation = validation_rows(s, *o.step);
+    o.what = s.name;
+    o.peak_flops = s.step.chip.peak_bf16_flops;
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+}  // namespace tpusim::gui

@@ -1,0 +1,60 @@
+// What the GUI simulates and shows: the knob state (a catalog kernel and its knob values, and
+// optionally a second one compared on the same time axis), and the outcome of a run of the knobs
+// or of a scenario file's training step. Runs happen on the worker thread (gui/worker.h).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/step_report.h"
+#include "gui/timeline_view.h"
+#include "kernels/catalog.h"
+#include "sim/ir/program.h"
+#include "sim/timing/result.h"
+
+namespace tpusim::gui {
+
+// One kernel of the catalog with its knob values.
+struct KernelChoice {
+  int kernel = 0;  // index into kernels::catalog()
+  kernels::KnobValues knobs;
+  const kernels::CatalogEntry& entry() const;
+  // "gdn-layer (dtype=bf16, build=ladder)": the name and the choice knobs.
+  std::string label() const;
+  bool operator==(const KernelChoice&) const = default;
+};
+
+// `kernel`'s defaults, with the values of the knobs it shares (by name and type) with `from`:
+// switching kernels keeps the shape the user set.
+KernelChoice switch_kernel(int kernel, const kernels::KnobValues& from);
+
+struct Knobs {
+  std::string chip;
+  KernelChoice main;
+  std::optional<KernelChoice> compare;
+  bool operator==(const Knobs&) const = default;
+};
+
+// One simulated schedule with its lane index for the timeline.
+struct Shown {
+  std::string what;
+  Program program;  // what ran: the timeline's tooltips read shapes from it
+  RunResult run;
+  std::vector<LaneIndex> lanes;
+};
+
+struct Outcome {
+  std::optional<Shown> run, compare;
+  std::optional<StepPrediction> step;
+  std::vector<ValidationRow> validation;  // predicted against the scenario's measured values
+  std::string error, what;
+  double peak_flops = 0;
+  bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
+};
+
+Outcome simulate_knobs(const Knobs& k);
+// `build`: an index into kernels::gdn::kBuilds to run the scenario's GDN layers in, or -1 for
+// the file's own.
+Outcome simulate_scenario(const std::string& file, int build);
+
+}  // namespace tpusim::gui

@@ -1,0 +1,148 @@
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <cmath>
+
+#include "gui/panels.h"
+#include "kernels/gdn/layer.h"
+
+namespace tpusim::gui {
+namespace {
+
+// Errors within this are shown green in the predicted-against-measured table (the bar the
+// calibration rows are held to, issue 4).
+constexpr double kCloseErrorPct = 10;
+
+// TensorCore 0's time by cause as one coloured bar, and the shares in words under it.
+void stall_bar(const RunResult& r) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float w = ImGui::GetContentRegionAvail().x;
+  float x = p.x;
+  for (int c = 0; c < kNumCauses; ++c) {
+    const float cw =
+        w * static_cast<float>(r.time[c]) / static_cast<float>(std::max<int64_t>(1, r.cycles));
+    dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14),
+                      cause_colour(static_cast<Cause>(c)));
+    x += cw;
+  }
+  ImGui::Dummy(ImVec2(w, 16));
+  for (int c = 0; c < kNumCauses; ++c)
+    if (r.time[c] > 0) {
+      ImGui::Text("%s %.1f%%", std::string(name(static_cast<Cause>(c))).c_str(),
+                  100.0 * r.time[c] / r.cycles);
+      ImGui::SameLine();
+    }
+  ImGui::NewLine();
+}
+
+// Per-kernel VMEM, folded away for programs of many kernels so the step panel stays visible.
+void vmem_per_kernel(const RunResult& r) {
+  ImGui::SetNextItemOpen(r.kernels.size() <= 4, ImGuiCond_Appearing);
+  if (!ImGui::TreeNode("vmem", "VMEM per kernel (%zu kernels)", r.kernels.size())) return;
+  for (const KernelStats& k : r.kernels) {
+    const float frac =
+        static_cast<float>(k.vmem.total_bytes) / static_cast<float>(k.vmem_limit_bytes);
+    ImGui::ProgressBar(
+        frac, ImVec2(220, 0),
+        (format_bytes(k.vmem.total_bytes) + " / " + format_bytes(k.vmem_limit_bytes)).c_str());
+    ImGui::SameLine();
+    ImGui::Text("VMEM %s", k.name.c_str());
+  }
+  ImGui::TreePop();
+}
+
+void validation_table(const std::vector<ValidationRow>& rows) {
+  if (rows.empty() ||
+      !ImGui::BeginTable("validation", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+    return;
+  for (const char* h : {"metric", "predicted", "measured", "error"}) ImGui::TableSetupColumn(h);
+  ImGui::TableHeadersRow();
+  for (const ValidationRow& v : rows) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(v.metric.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%.6g", v.predicted);
+    ImGui::TableNextColumn();
+    ImGui::Text("%.6g", v.measured);
+    ImGui::TableNextColumn();
+    const bool close = std::abs(v.error_pct()) <= kCloseErrorPct;
+    ImGui::TextColored(close ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.55f, 0.4f, 1), "%+.1f%%",
+                       v.error_pct());
+  }
+  ImGui::EndTable();
+}
+
+void step_totals(const Outcome& o) {
+  const StepPrediction& s = *o.step;
+  ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
+              s.step_time_s, s.tokens_per_s_per_chip, s.tflops_per_s_per_chip, 100 * s.mfu);
+  ImGui::ProgressBar(
+      static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300, 0),
+      ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
+          .c_str());
+  ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
+  for (const StepPart& part : s.parts)
+    ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
+                static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
+  validation_table(o.validation);
+}
+
+}  // namespace
+
+void error_text(const std::string& error) {
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 110, 255));
+  ImGui::TextWrapped("error: %s", error.c_str());
+  ImGui::PopStyleColor();
+}
+
+void run_panel(const Outcome& o) {
+  if (!o.error.empty()) return error_text(o.error);
+  if (!o.run) return;
+  const RunResult& r = o.run->run;
+  ImGui::Text("%s on %s: %.4f ms, %.1f TFLOP/s (%.1f%% of peak)", o.what.c_str(), r.chip.c_str(),
+              r.time_s * 1e3, r.flops / r.time_s / 1e12, 100 * r.flops / r.time_s / o.peak_flops);
+  if (o.compare) {
+    const RunResult& c = o.compare->run;
+    ImGui::Text("compared with %s: %.4f ms, %.1f TFLOP/s  (%.2fx the first)",
+                o.compare->what.c_str(), c.time_s * 1e3, c.flops / c.time_s / 1e12,
+                c.time_s / r.time_s);
+  }
+  stall_bar(r);
+  std::string busy = "utilisation:";
+  for (size_t u = 0; u < r.units.size(); ++u)
+    if (r.unit_busy[u] > 0)
+      busy += fmt::format("  {} {:.0f}%", r.units[u].name, 100.0 * r.unit_busy[u] / r.cycles);
+  ImGui::TextWrapped("%s", busy.c_str());
+  vmem_per_kernel(r);
+}
+
+bool step_panel(const std::string& file, const Outcome& o, int& step_build) {
+  ImGui::Separator();
+  ImGui::TextUnformatted(("training step: " + file).c_str());
+  // Re-run the step with its GDN layers in another build of the kernel change.
+  const std::vector<std::string> builds = kernels::gdn::build_names();
+  const char* preview = step_build < 0 ? "(as in the file)" : builds.at(step_build).c_str();
+  bool changed = false;
+  ImGui::SetNextItemWidth(200);
+  if (ImGui::BeginCombo("GDN build of the step", preview)) {
+    if (ImGui::Selectable("(as in the file)", step_build < 0)) {
+      step_build = -1;
+      changed = true;
+    }
+    for (int i = 0; i < static_cast<int>(builds.size()); ++i)
+      if (ImGui::Selectable(builds[i].c_str(), i == step_build)) {
+        step_build = i;
+        changed = true;
+      }
+    ImGui::EndCombo();
+  }
+  if (!o.error.empty())
+    error_text(o.error);
+  else if (o.step)
+    step_totals(o);
+  return changed;
+}
+
+}  // namespace tpusim::gui

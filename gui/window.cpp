@@ -1,0 +1,185 @@
+#include "gui/window.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+
+#include <cfloat>
+#include <chrono>
+#include <cstdio>
+
+#include "gui/panels.h"
+#include "gui/worker.h"
+
+namespace tpusim::gui {
+namespace {
+
+constexpr int kWidth = 1600, kHeight = 1000;
+constexpr float kTopPanelHeight = 330;
+// Frames drawn after the last result before a screenshot, so ImGui's layout has settled.
+constexpr int kSettleFrames = 3;
+
+bool save_png(const std::string& path, int w, int h) {
+  std::vector<unsigned char> px(static_cast<size_t>(w) * h * 4);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  stbi_flip_vertically_on_write(1);
+  return stbi_write_png(path.c_str(), w, h, 4, px.data(), w * 4) != 0;
+}
+
+GLFWwindow* open_window() {
+  if (!glfwInit()) {
+    std::fprintf(stderr, "tpusim-gui: error: cannot initialise GLFW (no display?)\n");
+    return nullptr;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  GLFWwindow* window = glfwCreateWindow(kWidth, kHeight, "tpusim", nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "tpusim-gui: error: cannot create an OpenGL 3.3 window\n");
+    glfwTerminate();
+    return nullptr;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ImGui::StyleColorsDark();
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+  return window;
+}
+
+void close_window(GLFWwindow* window) {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+}
+
+// The shown kernel's timeline, and the compared one under it on the same cycle axis. Returns the
+// time drawing took.
+double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
+  const size_t events = (shown.run ? shown.run->run.events.size() : 0) +
+                        (shown.compare ? shown.compare->run.events.size() : 0);
+  ImGui::Text(
+      "timeline (wheel: zoom, drag: pan, right-click: select grid step)   %zu events, drawn in "
+      "%.1f ms",
+      events, last_draw_ms);
+  if (!shown.run) return last_draw_ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (shown.compare) ImGui::TextUnformatted(shown.run->what.c_str());
+  draw_timeline(shown.run->run, shown.run->lanes, tl, "timeline", &shown.run->program);
+  if (shown.compare) {
+    // The same window (from, to) on the same cycle axis: the two schedules line up.
+    ImGui::TextUnformatted(shown.compare->what.c_str());
+    draw_timeline(shown.compare->run, shown.compare->lanes, tl, "compare", &shown.compare->program);
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A fresh timeline view for a kernel outcome: fitted to the longer run, or the --window-us one.
+TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
+  TimelineState tl;
+  if (!o.run) return tl;
+  const RunResult& r = o.run->run;
+  tl.fit_cycles = std::max(r.cycles, o.compare ? o.compare->run.cycles : 0);
+  if (window_us.size() == 2) {
+    tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * r.clock_hz);
+    tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * r.clock_hz);
+  }
+  return tl;
+}
+
+}  // namespace
+
+int run_window(WindowOptions o) {
+  GLFWwindow* window = open_window();
+  if (!window) return 2;
+  Worker worker;
+  Outcome shown, step_shown;
+  TimelineState tl;
+  auto submit_knobs = [&] {
+    worker.submit(Worker::knobs, [k = o.knobs] { return simulate_knobs(k); });
+  };
+  auto submit_step = [&] {
+    worker.submit(Worker::scenario,
+                  [f = o.scenario, b = o.step_build] { return simulate_scenario(f, b); });
+  };
+  submit_knobs();
+  if (!o.scenario.empty()) submit_step();
+  int pending = o.scenario.empty() ? 1 : 2;  // the first results, which a screenshot shows
+  std::filesystem::path browse_dir = std::filesystem::current_path();
+  int frames_after_result = 0, exit_code = 0;
+  double draw_ms = 0;
+  const bool headless = !o.screenshot.empty();
+  while (!glfwWindowShouldClose(window)) {
+    if (!headless) glfwPollEvents();
+    if (auto result = worker.take()) {
+      if (result->scenario) {
+        step_shown = std::move(*result);
+        if (headless && step_shown.step)
+          std::fprintf(stderr, "step panel: %zu predicted-against-measured rows, step %.4f s\n",
+                       step_shown.validation.size(), step_shown.step->step_time_s);
+      } else {
+        shown = std::move(*result);
+        tl = view_of(shown, o.window_us);
+      }
+      pending = std::max(0, pending - 1);
+      frames_after_result = 0;
+    }
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray hover
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(static_cast<float>(kWidth), static_cast<float>(kHeight)));
+    ImGui::Begin("tpusim", nullptr,
+                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
+    ImGui::BeginChild("knobs", ImVec2(330, kTopPanelHeight), true);
+    ImGui::TextUnformatted("scenario and knobs");
+    if (ImGui::Button("open scenario...")) ImGui::OpenPopup("open scenario");
+    if (open_scenario_popup(browse_dir, o.scenario)) submit_step();
+    if (knobs_panel(o.knobs, o.chips)) submit_knobs();
+    ImGui::Text(worker.busy() ? "simulating..." : "ready");
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("totals", ImVec2(0, kTopPanelHeight), true);
+    run_panel(shown);
+    if ((step_shown.scenario || !o.scenario.empty()) &&
+        step_panel(o.scenario, step_shown, o.step_build))
+      submit_step();
+    ImGui::EndChild();
+    ImGui::BeginChild("timeline", ImVec2(0, 0), true);
+    draw_ms = timelines(shown, tl, draw_ms);
+    ImGui::EndChild();
+    ImGui::End();
+    ImGui::Render();
+    int fw, fh;
+    glfwGetFramebufferSize(window, &fw, &fh);
+    glViewport(0, 0, fw, fh);
+    glClearColor(0.08f, 0.08f, 0.09f, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (headless && pending == 0 && !worker.busy() && ++frames_after_result >= kSettleFrames) {
+      std::fprintf(stderr, "timeline drawn in %.1f ms\n", draw_ms);
+      if (!save_png(o.screenshot, fw, fh)) {
+        std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", o.screenshot.c_str());
+        exit_code = 2;
+      }
+      break;
+    }
+    glfwSwapBuffers(window);
+  }
+  close_window(window);
+  return exit_code;
+}
+
+}  // namespace tpusim::gui

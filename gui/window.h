@@ -1,0 +1,24 @@
+// The GUI's window: GLFW and ImGui set-up, the frame loop (knobs and totals on top, the timeline
+// of the shown kernel and the compared one below), results taken from the worker thread as they
+// arrive, and the headless --screenshot mode.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "gui/simulation.h"
+
+namespace tpusim::gui {
+
+struct WindowOptions {
+  Knobs knobs;
+  std::vector<std::string> chips;  // the chip menu
+  std::string scenario;            // a scenario file whose step is shown ("" for none)
+  int step_build = -1;             // index into kernels::gdn::kBuilds, -1: the file's
+  std::string screenshot;          // render one frame to this PNG and return
+  std::vector<double> window_us;   // initial timeline window FROM TO
+};
+
+// Returns the process exit code (2 when no window could be opened or the PNG not written).
+int run_window(WindowOptions options);
+
+}  // namespace tpusim::gui

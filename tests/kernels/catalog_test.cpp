@@ -1,0 +1,116 @@
+// The kernel catalog: every kernel builds at its defaults on every chip (and passes the engine's
+// static checks), knob values are checked against their types and ranges, and names are unique.
+#include "kernels/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::kernels {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Catalog, EveryKernelBuildsAtItsDefaultsOnEveryChip) {
+  ASSERT_GE(catalog().size(), 9u);
+  ASSERT_EQ(known_chips(), (std::vector<std::string>{"v5e", "v5p", "v6e"}));
+  for (const std::string& name : known_chips()) {
+    const ChipSpec chip = load_chip(name);
+    for (const CatalogEntry& e : catalog()) {
+      SCOPED_TRACE(e.name + " on " + name);
+      const Program p = e.program(chip, e.defaults());
+      EXPECT_FALSE(p.items.empty());
+      EXPECT_NO_THROW(validate(chip, p));
+    }
+  }
+}
+
+TEST(Catalog, NamesAndKnobsAreUniqueAndDescribed) {
+  std::set<std::string> kernels;
+  for (const CatalogEntry& e : catalog()) {
+    EXPECT_TRUE(kernels.insert(e.name).second) << e.name;
+    EXPECT_FALSE(e.help.empty()) << e.name;
+    std::set<std::string> names;
+    for (const Knob& k : e.knobs) {
+      EXPECT_FALSE(k.help.empty()) << e.name << " " << k.name;
+      EXPECT_TRUE(names.insert(k.name).second) << e.name << " " << k.name;
+      for (const std::string& a : k.aliases) EXPECT_TRUE(names.insert(a).second) << a;
+      if (k.type == Knob::Type::integer) {
+        EXPECT_LE(k.min, k.default_int) << e.name << " " << k.name;
+        EXPECT_LE(k.default_int, k.max) << e.name << " " << k.name;
+      } else {
+        EXPECT_NE(std::find(k.choices.begin(), k.choices.end(), k.default_choice), k.choices.end())
+            << e.name << " " << k.name;
+      }
+    }
+  }
+}
+
+TEST(Catalog, KnobValuesAreChecked) {
+  const CatalogEntry& dot = find_kernel("xla-dot");
+  KnobValues v = dot.defaults();
+  v.set("m", int64_t{0});
+  EXPECT_EQ(error_of([&] { dot.check(v); }), "kernel xla-dot: m = 0 is outside 1..1048576");
+  v = dot.defaults();
+  v.set("dtype", std::string("fp8"));
+  EXPECT_EQ(error_of([&] { dot.check(v); }), "unknown dtype 'fp8' (known: bf16, f32, int8)");
+  v = dot.defaults();
+  v.set("mm", int64_t{8});
+  EXPECT_EQ(error_of([&] { dot.check(v); }),
+            "kernel xla-dot has no knob 'mm' (knobs: m, k, n, dtype)");
+  v = dot.defaults();
+  v.set("m", std::string("8"));  // a value of the wrong type
+  EXPECT_EQ(error_of([&] { dot.check(v); }), "knob 'm' has no integer value");
+  EXPECT_EQ(error_of([] { find_kernel("gdn"); }).rfind("unknown kernel 'gdn' (known: matmul, ", 0),
+            0u);
+}
+
+TEST(Catalog, KnobsChangeTheProgram) {
+  const CatalogEntry& inv = find_kernel("gdn-invert");
+  const ChipSpec chip = load_chip("v5e");
+  KnobValues v = inv.defaults();
+  v.set("seq", int64_t{1024});
+  v.set("tile-n", int64_t{2});
+  const Program p = inv.program(chip, v);
+  const auto& k = std::get<KernelCall>(p.items.at(0).what).kernel;
+  EXPECT_EQ(k->grid_steps(), 1 * 32 * (1024 / 128 / 2));  // (B, H, N / tile_n)
+  v.set("tile-n", int64_t{3});
+  EXPECT_EQ(error_of([&] { inv.program(chip, v); }),
+            "GDN inversion ladder: tile_n 3 must divide the 8 chunks");
+}
+
+TEST(Catalog, AliasesNameTheSameKnob) {
+  const CatalogEntry& bwd = find_kernel("gdn-scan-bwd");
+  EXPECT_EQ(&bwd.knob("head-tile-bwd"), &bwd.knob("head-tile"));
+}
+
+TEST(Catalog, RegisteredKernelsJoinTheCatalog) {
+  CatalogEntry e{"test-imported",
+                 "a program registered at run time",
+                 {Knob::integer("rows", 8, 64, 8, "rows")},
+                 [](const ChipSpec&, const KnobValues& v) {
+                   return find_kernel("elementwise").program(load_chip("v5e"), [&] {
+                     KnobValues w = find_kernel("elementwise").defaults();
+                     w.set("rows", v.integer("rows"));
+                     w.set("block-rows", v.integer("rows"));
+                     return w;
+                   }());
+                 }};
+  register_kernel(e);
+  EXPECT_EQ(find_kernel("test-imported").help, "a program registered at run time");
+  EXPECT_EQ(error_of([&] { register_kernel(e); }), "kernel 'test-imported' is already registered");
+}
+
+}  // namespace
+}  // namespace tpusim::kernels
