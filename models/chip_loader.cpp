@@ -76,6 +76,7 @@ const std::map<std::string, Setter>& fields() {
        field(&ChipSpec::while_loop_overhead_cycles, "an integer", kNonNegative)},
       {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number", kNonNegative)},
       {"ici_dims", field(&ChipSpec::ici_dims, "an integer", {2, true, 3})},
+      {"ici_wraparound_chips", field(&ChipSpec::ici_wraparound_chips, "an integer")},
       {"ici_link_bytes_per_s", field(&ChipSpec::ici_link_bytes_per_s, "a number")},
       {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number", kNonNegative)},
       {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number", {0, false, 1})},

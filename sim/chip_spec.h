@@ -48,6 +48,9 @@ struct ChipSpec {
 
   // Interconnect
   int ici_dims = 2;                 // 2D torus (v5e, v6e) or 3D (v5p)
+  // The smallest slice whose axes have wraparound links (a full 16 x 16 pod on v5e, a whole
+  // 4 x 4 x 4 cube on v5p); smaller slices are meshes.
+  int64_t ici_wraparound_chips = 0;
   double ici_link_bytes_per_s = 0;  // one direction, one link
   double ici_hop_latency_s = 0;
   double ici_efficiency = 1;  // achieved fraction of the links' bandwidth in a collective

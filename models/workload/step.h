@@ -1,60 +1,22 @@
-// A whole training step of a model on one chip of a slice: per-layer programs built from the
-// kernels (attention, GDN, MLP, norms, embedding and logits, AdamW), played on the timing engine
-// once per layer kind and multiplied by the layer count; FSDP weight all-gathers and gradient
-// reduce-scatters overlapped with each layer's compute as XLA's asynchronous collectives are
-// (only what exceeds the compute is exposed); tensor-parallel all-reduces on the critical path;
-// the data-parallel gradient all-reduce over DCN overlapped with the backward pass. Also the
-// model FLOPs as MaxText counts them, and peak HBM per chip.
+// A whole training step of a model on one chip of a slice, assembled from its parts: the layer
+// programs (models/workload/layers.h) played on the timing engine once per layer kind and
+// multiplied by the layer count, the collectives each part hides or exposes
+// (models/parallel/collective_plan.h), the host dispatch, MaxText's FLOP count
+// (models/workload/flops.h) and peak HBM (models/memory/memory_model.h).
 #pragma once
 #include <array>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "kernels/gdn/layer.h"
-#include "models/workload/model_config.h"
-#include "models/workload/remat.h"
-#include "sim/chip_spec.h"
-#include "sim/error.h"
+#include "models/memory/memory_model.h"
+#include "models/workload/flops.h"
+#include "models/workload/step_config.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
 
 namespace tpusim {
-
-struct Mesh {
-  int64_t data = 1;  // slices, over DCN
-  int64_t fsdp = 1;  // within a slice
-  int64_t tensor = 1;
-  // Context parallelism: the sequence sharded over this many chips of the slice. Weights are
-  // FSDP-sharded over fsdp x context (MaxText's rules shard the embed dimension over both).
-  int64_t context = 1;
-  int64_t weight_shards() const { return fsdp * context * tensor; }
-};
-
-struct StepConfig {
-  ChipSpec chip;
-  ModelConfig model;
-  int64_t chips_per_slice = 1;
-  Mesh mesh;
-  int64_t seq = 4096;
-  int64_t batch_per_chip = 1;
-  // What the backward recomputes, keeps in HBM or offloads to pinned host memory (the host
-  // transfers are not timed).
-  RematPolicy remat;
-  // MaxText weight_dtype: the parameters, and (assumed) their gradients and AdamW moments.
-  DType weight_dtype = DType::f32;
-  // MaxText num_vocab_tiling: the logits and their gradient exist for 1/N of the tokens at a time.
-  int64_t vocab_tiles = 1;
-  // MaxText `quantization: int8` (AQT): the layers' weight matmuls run on int8 operands, forward
-  // and both backward products, each operand quantized by an XLA fusion first. Attention and
-  // the logits stay bf16.
-  bool int8_matmuls = false;
-  kernels::gdn::LayerOptions gdn;
-  int64_t gdn_chunk = 128;
-  int64_t attention_block = 512;
-};
 
 struct StepPart {
   std::string name;  // "attention layer", "gdn layer", "embedding + logits", "optimizer", ...
@@ -71,12 +33,6 @@ struct StepPart {
   double flops = 0;  // per instance, executed (algorithmic)
 };
 
-struct MemoryItem {
-  std::string what;
-  int64_t bytes = 0;
-  bool on_device = true;  // false: offloaded to pinned host memory, not counted in peak HBM
-};
-
 struct StepPrediction {
   double step_time_s = 0;
   double tokens_per_s_per_chip = 0;
@@ -90,17 +46,6 @@ struct StepPrediction {
   bool fits_hbm = true;
 };
 
-// An invalid StepConfig. `key` is the scenario key that sets what is wrong ("mesh.tensor",
-// "gdn.chunk", ...; "gdn" or "attention" for a kernel of that layer that cannot exist; empty when
-// no key does); `over_vmem` marks a kernel that needs more VMEM than its limit.
-class ConfigError : public Error {
- public:
-  ConfigError(std::string key, const std::string& what, bool over_vmem = false)
-      : Error(what), key(std::move(key)), over_vmem(over_vmem) {}
-  std::string key;
-  bool over_vmem;
-};
-
 // Checks the configuration (mesh product, divisibility), then builds every part's program and
 // runs the engine's static checks on it (block shapes, VMEM), so that a configuration whose
 // kernels cannot exist fails before anything is simulated. Throws ConfigError.
@@ -112,12 +57,5 @@ StepPrediction predict_step(const StepConfig& c);
 // analytically in predict_step) and the AdamW update, a single HBM-bound pass over the local
 // parameters whose ~10^6 small grid steps would dominate the trace file.
 Program one_of_each_part(const StepConfig& c);
-
-// MaxText's calculate_tflops_training_per_device (xla_lowering.md 4.2), in FLOPs per device. It
-// counts causal attention at half since mid-2025 and in full before (measured_runs.md C3), so a
-// logged TFLOP/s is compared with the count of its time.
-enum class AttentionCount { causal, full };
-double maxtext_flops_per_device(const ModelConfig& m, int64_t batch_per_chip, int64_t seq,
-                                AttentionCount count = AttentionCount::causal);
 
 }  // namespace tpusim

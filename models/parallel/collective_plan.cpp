@@ -1,0 +1,59 @@
+#include "models/parallel/collective_plan.h"
+
+#include <algorithm>
+
+#include "sim/timing/collectives.h"
+
+namespace tpusim {
+
+// Per layer: the FSDP all-gather of its weights hides behind the forward, the second all-gather
+// and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
+// of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
+// backward). Under context parallelism an attention layer all-gathers the keys and values over
+// the context axis before its attention kernel (forward and recompute) and reduce-scatters their
+// gradients after it: on the critical path.
+CollectiveTime layer_collectives(const StepConfig& c, int64_t params, bool attention,
+                                 double forward_s, double backward_s) {
+  constexpr int64_t kBf16 = byte_size(DType::bf16);
+  const LocalSizes l = c.local();
+  double exposed = 0, total = 0;
+  if (c.mesh.fsdp * c.mesh.context > 1) {
+    const MeshAxis fsdp = c.axis("fsdp", c.mesh.fsdp * c.mesh.context, false);
+    const int64_t bytes_bf16 = params / c.mesh.tensor * kBf16,
+                  bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
+    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
+    const double rs =
+        collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
+    exposed += std::max(0.0, ag - forward_s) + std::max(0.0, ag + rs - backward_s);
+    total += 2 * ag + rs;
+  }
+  if (c.mesh.tensor > 1) {
+    const MeshAxis tp = c.axis("tensor", c.mesh.tensor, true);
+    const double ar = collective_seconds(
+        c.chip, {CollectiveKind::all_reduce, l.tokens * c.model.d_model * kBf16, tp});
+    exposed += 6 * ar;
+    total += 6 * ar;
+  }
+  if (attention && c.mesh.context > 1) {
+    const MeshAxis cp = context_axis(c);
+    const int64_t kv = l.batch * c.seq * l.kv_heads * c.model.head_dim * kBf16 * 2;  // k and v
+    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, kv, cp});
+    const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, kv, cp});
+    exposed += 2 * ag + rs;
+    total += 2 * ag + rs;
+  }
+  return {total, exposed};
+}
+
+CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double backward_s) {
+  const MeshAxis axis{"data", c.mesh.data, false, 1, true};
+  const double t = collective_seconds(
+      c.chip, {CollectiveKind::all_reduce,
+               byte_size(DType::f32) * c.model.params() / c.mesh.weight_shards(), axis});
+  // XLA's data-parallel all-reduce pipelining overlaps it with the backward pass only.
+  return {t, std::max(0.0, t - backward_s)};
+}
+
+MeshAxis context_axis(const StepConfig& c) { return c.axis("context", c.mesh.context, false); }
+
+}  // namespace tpusim

@@ -1,0 +1,34 @@
+// The collectives of a training step and what they cost, in one place: per layer the FSDP weight
+// all-gathers and gradient reduce-scatter (hidden behind the layer's compute as XLA's
+// asynchronous collectives are; only the excess is exposed), the tensor-parallel activation
+// all-reduces and the context-parallel key/value gather and gradient scatter (on the critical
+// path); the data-parallel gradient all-reduce over DCN (overlapped with the backward pass only).
+// The context-parallel state prefix of the GDN layer runs inside the layer's program (its ppermute
+// rounds are program collectives the engine times with the same collective_seconds) on the axis
+// context_axis() gives.
+#pragma once
+#include <cstdint>
+
+#include "models/workload/step_config.h"
+
+namespace tpusim {
+
+struct CollectiveTime {
+  double total_s = 0;    // every collective of the part
+  double exposed_s = 0;  // what compute does not hide
+};
+
+// One layer (or the embedding, with `params` its parameters) given its compute time in the
+// forward pass and in the recompute + backward. `attention`: the layer gathers keys and values
+// over the context axis.
+CollectiveTime layer_collectives(const StepConfig& c, int64_t params, bool attention,
+                                 double forward_s, double backward_s);
+
+// The data-parallel gradient all-reduce over DCN, hidden behind `backward_s` of the step's
+// backward pass.
+CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double backward_s);
+
+// The ICI axis the sequence is sharded over under context parallelism.
+MeshAxis context_axis(const StepConfig& c);
+
+}  // namespace tpusim

@@ -1,0 +1,25 @@
+#include "models/workload/flops.h"
+
+namespace tpusim {
+
+double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, AttentionCount count) {
+  const double B = static_cast<double>(b), S = static_cast<double>(s),
+               E = static_cast<double>(m.d_model);
+  const double ffn = 2 * B * S * m.mlp_dim * E * (m.swiglu ? 2 : 1) + 2 * B * S * m.mlp_dim * E;
+  const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
+  const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
+  const double causal =
+      4 * B * S * S * m.q_heads * m.head_dim / (count == AttentionCount::causal ? 2 : 1);
+  const double embedding = 2 * B * S * E * m.vocab;
+  const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim),
+               V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);
+  const double gdn_weights = 2 * B * S * E * (2 * K + 2 * V + 2 * m.gdn.value_heads) +
+                             2 * B * S * E * V + 2 * B * S * m.gdn.conv_kernel * (2 * K + V);
+  const double gdn_core = 8.0 * m.gdn.value_heads * m.gdn.head_dim * m.gdn.head_dim * B * S;
+  const double La = static_cast<double>(m.attention_layers()),
+               Lg = static_cast<double>(m.gdn_layers());
+  const double weights = ffn * m.layers + (qkv + proj) * La + gdn_weights * Lg + embedding;
+  return 3 * weights + 3 * (causal * La + gdn_core * Lg);
+}
+
+}  // namespace tpusim

@@ -1,0 +1,20 @@
+// The programs of a training step's parts, per chip: an attention layer and a GDN layer (the
+// forward, its recompute as the remat policy asks, the backward; the GDN core by build), the
+// embedding and logits (with vocabulary tiling), and the AdamW update. Every dot is an XLA dot
+// (int8 with AQT's quantize fusions where configured), every elementwise chain an XLA fusion;
+// items carry stage labels ("fwd: mlp", "bwd: attention", ...) for the breakdown.
+#pragma once
+#include "kernels/gdn/shape.h"
+#include "models/workload/step_config.h"
+#include "sim/ir/program.h"
+
+namespace tpusim {
+
+kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l);
+
+Program attention_layer(const StepConfig& c, const LocalSizes& l);
+Program gdn_layer(const StepConfig& c, const LocalSizes& l);
+Program embedding_and_logits(const StepConfig& c, const LocalSizes& l);
+Program optimizer(const StepConfig& c);
+
+}  // namespace tpusim

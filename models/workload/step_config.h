@@ -1,0 +1,61 @@
+// What a training step runs: chip, slice and mesh, model, sequence and batch, remat policy,
+// parameter dtype, vocabulary tiling, int8 matmuls and the kernels' knobs; and the error an
+// inconsistent configuration raises.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "kernels/gdn/layer.h"
+#include "models/parallel/mesh.h"
+#include "models/workload/model_config.h"
+#include "models/workload/remat.h"
+#include "sim/chip_spec.h"
+#include "sim/error.h"
+
+namespace tpusim {
+
+struct StepConfig {
+  ChipSpec chip;
+  ModelConfig model;
+  int64_t chips_per_slice = 1;
+  Mesh mesh;
+  int64_t seq = 4096;
+  int64_t batch_per_chip = 1;
+  // What the backward recomputes, keeps in HBM or offloads to pinned host memory (the host
+  // transfers are not timed).
+  RematPolicy remat;
+  // MaxText weight_dtype: the parameters, and (assumed) their gradients and AdamW moments.
+  DType weight_dtype = DType::f32;
+  // MaxText num_vocab_tiling: the logits and their gradient exist for 1/N of the tokens at a time.
+  int64_t vocab_tiles = 1;
+  // MaxText `quantization: int8` (AQT): the layers' weight matmuls run on int8 operands, forward
+  // and both backward products, each operand quantized by an XLA fusion first. Attention and
+  // the logits stay bf16.
+  bool int8_matmuls = false;
+  kernels::gdn::LayerOptions gdn;
+  int64_t gdn_chunk = 128;
+  int64_t attention_block = 512;
+
+  LocalSizes local() const { return local_sizes(model, mesh, batch_per_chip, seq); }
+  MeshAxis axis(const std::string& name, int64_t size, bool tensor_axis) const {
+    return slice_axis(chip, chips_per_slice, mesh, name, size, tensor_axis);
+  }
+};
+
+// An invalid StepConfig. `key` is the scenario key that sets what is wrong ("mesh.tensor",
+// "gdn.chunk", ...; "gdn" or "attention" for a kernel of that layer that cannot exist; empty when
+// no key does); `over_vmem` marks a kernel that needs more VMEM than its limit.
+class ConfigError : public Error {
+ public:
+  ConfigError(std::string key, const std::string& what, bool over_vmem = false)
+      : Error(what), key(std::move(key)), over_vmem(over_vmem) {}
+  std::string key;
+  bool over_vmem;
+};
+
+// The configuration's own consistency (mesh product, divisibility, build and parallelism);
+// throws ConfigError.
+void check_config(const StepConfig& c);
+
+}  // namespace tpusim
