@@ -27,13 +27,13 @@ std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
 
 std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
   std::vector<std::pair<std::string, int64_t>> out;
-  for (size_t i = 0; i < r.item_stages.size(); ++i) {
-    auto it = std::find_if(out.begin(), out.end(),
-                           [&](const auto& p) { return p.first == r.item_stages[i]; });
+  for (const ItemResult& item : r.items) {
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == item.stage; });
     if (it == out.end())
-      out.emplace_back(r.item_stages[i], r.item_cycles[i]);
+      out.emplace_back(item.stage, item.cycles);
     else
-      it->second += r.item_cycles[i];
+      it->second += item.cycles;
   }
   return out;
 }
@@ -157,9 +157,10 @@ nlohmann::json chrome_trace(const RunResult& r) {
   for (const TimelineEvent& e : r.events) {
     json args;
     if (e.item >= 0) {
-      args["item"] = r.item_names[e.item];
-      args["stage"] = r.item_stages[e.item];
-      const int k = r.item_kernel[e.item];
+      const ItemResult& item = r.items[e.item];
+      args["item"] = item.name;
+      args["stage"] = item.stage;
+      const int k = item.kernel;
       if (e.step >= 0 && k >= 0) args["grid"] = unflatten(e.step, r.kernels[k].grid);
     }
     if (e.cause != Cause::busy) args["cause"] = std::string(name(e.cause));

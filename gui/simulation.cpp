@@ -11,7 +11,7 @@ namespace {
 Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
   Shown s{k.label(), k.entry().program(chip, k.knobs), {}, {}};
   s.run = simulate(chip, s.program, {.record_timeline = true});
-  s.lanes = index_lanes(s.run);
+  s.lanes = layout_lanes(s.run);
   return s;
 }
 

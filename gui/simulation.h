@@ -40,7 +40,7 @@ struct Shown {
   std::string what;
   Program program;  // what ran: the timeline's tooltips read shapes from it
   RunResult run;
-  std::vector<LaneIndex> lanes;
+  TimelineLanes lanes;
 };
 
 struct Outcome {

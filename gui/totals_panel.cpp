@@ -23,7 +23,7 @@ void stall_bar(const RunResult& r) {
     const float cw =
         w * static_cast<float>(r.time[c]) / static_cast<float>(std::max<int64_t>(1, r.cycles));
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14),
-                      cause_colour(static_cast<Cause>(c)));
+                      im_colour(cause_colour(static_cast<Cause>(c))));
     x += cw;
   }
   ImGui::Dummy(ImVec2(w, 16));

@@ -17,9 +17,9 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
   int64_t fwd = 0, all = 0;
-  for (size_t i = 0; i < r.item_cycles.size(); ++i) {
-    all += r.item_cycles[i];
-    if (r.item_stages[i].rfind("fwd", 0) == 0) fwd += r.item_cycles[i];
+  for (const ItemResult& item : r.items) {
+    all += item.cycles;
+    if (item.stage.rfind("fwd", 0) == 0) fwd += item.cycles;
   }
   const double forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
   StepPart part;
@@ -32,9 +32,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   for (size_t u = 0; u < r.units.size(); ++u) {
     const UnitInfo& unit = r.units[u];
     if (unit.kind == UnitKind::ici) continue;  // the step's collectives are costed analytically
-    // "tc1.mxu3" -> "mxu": one group per kind of unit, over cores and indices.
-    std::string group = unit.name.substr(unit.name.find('.') + 1);
-    group.erase(group.find_last_not_of("0123456789") + 1);
+    const std::string group(tpusim::name(unit.kind));  // one group per kind, over cores and indices
     part.unit_busy_s[group] += chip.cycles_to_s(r.unit_busy[u]);
     ++units[group];
   }

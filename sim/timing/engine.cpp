@@ -57,8 +57,7 @@ class Chip : public sc_core::sc_module {
     }
   }
   std::vector<KernelStats>* stats = nullptr;
-  std::vector<int>* item_kernel = nullptr;
-  std::vector<int64_t>* item_cycles = nullptr;
+  std::vector<ItemResult>* items = nullptr;
 
  private:
   void charge_all(Cause c, int64_t until) {
@@ -79,9 +78,9 @@ class Chip : public sc_core::sc_module {
         const int64_t start = std::max({now_cycles(), deps, free});
         free = start + chip_.s_to_cycles(collective_seconds(chip_, *c));
         rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
-                  static_cast<int>(i), -1);
+                  {.item = static_cast<int>(i)});
         done[i] = free;
-        (*item_cycles)[i] = free - start;
+        (*items)[i].cycles = free - start;
         collectives_done = std::max(collectives_done, free);
         continue;
       }
@@ -89,15 +88,15 @@ class Chip : public sc_core::sc_module {
       charge_all(Cause::collective, now_cycles());
       const int64_t t0 = now_cycles();
       if (const auto* call = std::get_if<KernelCall>(&item.what)) {
-        run_kernel(static_cast<int>(i), *call->kernel, false);
+        run_kernel(static_cast<int>(i), 0, *call->kernel, false);
       } else {
         const Loop& loop = std::get<Loop>(item.what);
         for (int64_t t = 0; t < loop.trips; ++t)
           for (size_t j = 0; j < loop.body.size(); ++j)
-            run_kernel(static_cast<int>(i), *loop.body[j], j == 0);
+            run_kernel(static_cast<int>(i), static_cast<int>(j), *loop.body[j], j == 0);
       }
       done[i] = now_cycles();
-      (*item_cycles)[i] = now_cycles() - t0;
+      (*items)[i].cycles = now_cycles() - t0;
     }
     if (collectives_done > now_cycles()) wait(cycles(collectives_done - now_cycles()));
     charge_all(Cause::collective, now_cycles());
@@ -105,7 +104,8 @@ class Chip : public sc_core::sc_module {
   }
 
   // Runs one kernel on the TensorCores (split over both on a megacore chip) and waits for it.
-  void run_kernel(int item, const Kernel& k, bool loop_iteration) {
+  // `body`: the kernel's position in the item (a loop body's index).
+  void run_kernel(int item, int body, const Kernel& k, bool loop_iteration) {
     auto [it, fresh] = kernel_index_.emplace(&k, static_cast<int>(stats->size()));
     if (fresh) {
       KernelStats ks;
@@ -117,7 +117,7 @@ class Chip : public sc_core::sc_module {
       stats->push_back(std::move(ks));
       counters_.emplace_back();
     }
-    if ((*item_kernel)[item] < 0) (*item_kernel)[item] = it->second;
+    if ((*items)[item].kernel < 0) (*items)[item].kernel = it->second;
     KernelStats& ks = (*stats)[it->second];
     const auto before = cores_[0]->account().time;
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
@@ -127,7 +127,7 @@ class Chip : public sc_core::sc_module {
         axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
     remaining_ = used;
     for (int c = 0; c < used; ++c) {
-      CoreWork w{&k, item, loop_iteration, axis, 0, 0};
+      CoreWork w{&k, item, body, loop_iteration, axis, 0, 0};
       if (axis >= 0) {
         w.lo = k.grid[axis] * c / used;
         w.hi = k.grid[axis] * (c + 1) / used;
@@ -200,14 +200,9 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
   {
     Chip top("chip", chip, program, rec);
     top.stats = &r.kernels;
-    r.item_kernel.assign(program.items.size(), -1);
-    for (const ProgramItem& item : program.items) {
-      r.item_names.push_back(item.name);
-      r.item_stages.push_back(item.stage.empty() ? item.name : item.stage);
-    }
-    r.item_cycles.assign(program.items.size(), 0);
-    top.item_kernel = &r.item_kernel;
-    top.item_cycles = &r.item_cycles;
+    for (const ProgramItem& item : program.items)
+      r.items.push_back({item.name, item.stage.empty() ? item.name : item.stage});
+    top.items = &r.items;
     sc_core::sc_start();
     top.collect(r);
   }

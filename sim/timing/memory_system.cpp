@@ -32,7 +32,7 @@ void Hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   if (tag) {
     tag->served_start = served_start;
     tag->served_end = served_end;
-    rec_.busy(unit_, served_start, served_end, tag->label, tag->item, tag->step);
+    rec_.busy(unit_, served_start, served_end, tag->label, tag->event);
   }
   delay = cycles(done - now_cycles());
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -48,18 +48,17 @@ DmaQueue::DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder&
   gp_.set_extension(&tag_);
 }
 
-int64_t DmaQueue::transfer(int64_t bytes, bool to_hbm, int label, int item, int64_t step) {
+int64_t DmaQueue::transfer(int64_t bytes, bool to_hbm, int label, const EventTag& event) {
   gp_.set_command(to_hbm ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   gp_.set_address(0);
   gp_.set_data_ptr(nullptr);
   gp_.set_data_length(static_cast<unsigned>(bytes));
   gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tag_.label = label;
-  tag_.item = item;
-  tag_.step = step;
+  tag_.event = event;
   sc_core::sc_time delay = cycles(latency_);
   socket->b_transport(gp_, delay);
-  rec_.busy(unit_, tag_.served_start, tag_.served_end, label, item, step);
+  rec_.busy(unit_, tag_.served_start, tag_.served_end, label, event);
   return now_cycles() + static_cast<int64_t>(delay.value());
 }
 

@@ -17,8 +17,8 @@ namespace tpusim {
 
 // Carries timeline information with each transfer: what it moves, and when HBM served it.
 struct DmaTag : tlm::tlm_extension<DmaTag> {
-  int label = 0, item = -1;
-  int64_t step = -1;
+  int label = 0;
+  EventTag event;
   int64_t served_start = 0, served_end = 0;
   tlm_extension_base* clone() const override { return new DmaTag(*this); }
   void copy_from(const tlm_extension_base& other) override {
@@ -50,7 +50,7 @@ class DmaQueue : public sc_core::sc_module {
   DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec, int core, int index);
   ~DmaQueue() override { gp_.clear_extension(&tag_); }  // the payload must not free a member
   // Starts a transfer now; returns the cycle at which its data has arrived.
-  int64_t transfer(int64_t bytes, bool to_hbm, int label, int item, int64_t step);
+  int64_t transfer(int64_t bytes, bool to_hbm, int label, const EventTag& event);
 
  private:
   Recorder& rec_;

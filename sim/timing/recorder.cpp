@@ -46,4 +46,24 @@ std::string_view name(Cause c) {
   return "?";
 }
 
+std::string_view name(UnitKind k) {
+  switch (k) {
+    case UnitKind::scalar:
+      return "scalar";
+    case UnitKind::mxu:
+      return "mxu";
+    case UnitKind::vpu:
+      return "vpu";
+    case UnitKind::eup:
+      return "eup";
+    case UnitKind::dma:
+      return "dma";
+    case UnitKind::hbm:
+      return "hbm";
+    case UnitKind::ici:
+      return "ici";
+  }
+  return "?";
+}
+
 }  // namespace tpusim

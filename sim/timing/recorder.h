@@ -12,6 +12,13 @@
 
 namespace tpusim {
 
+// What a busy interval belongs to (TimelineEvent's fields of the same names).
+struct EventTag {
+  int item = -1;
+  int64_t step = -1;
+  int body = -1, op = -1, operand = -1;
+};
+
 class Recorder {
  public:
   explicit Recorder(bool keep_events) : keep_events_(keep_events) {}
@@ -29,13 +36,29 @@ class Recorder {
     label_ids_.emplace(labels_.back(), id);
     return id;
   }
-  void busy(int unit, int64_t start, int64_t end, int label, int item, int64_t step) {
+  void busy(int unit, int64_t start, int64_t end, int label, const EventTag& tag) {
     busy_[unit] += end - start;
-    if (keep_events_) events_.push_back({start, end, unit, label, item, step, Cause::busy});
+    if (keep_events_)
+      events_.push_back({.start = start,
+                         .end = end,
+                         .step = tag.step,
+                         .unit = unit,
+                         .label = label,
+                         .item = tag.item,
+                         .op = tag.op,
+                         .body = static_cast<int16_t>(tag.body),
+                         .operand = static_cast<int16_t>(tag.operand),
+                         .cause = Cause::busy});
   }
   void stall(int unit, Cause cause, int64_t start, int64_t end, int item, int64_t step) {
     if (keep_events_ && end > start)
-      events_.push_back({start, end, unit, static_cast<int32_t>(cause), item, step, cause});
+      events_.push_back({.start = start,
+                         .end = end,
+                         .step = step,
+                         .unit = unit,
+                         .label = static_cast<int32_t>(cause),
+                         .item = item,
+                         .cause = cause});
   }
   bool keep_events() const { return keep_events_; }
 

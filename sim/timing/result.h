@@ -27,7 +27,9 @@ enum class Cause : uint8_t {
 inline constexpr int kNumCauses = 9;
 std::string_view name(Cause c);
 
-enum class UnitKind : uint8_t { scalar, mxu, vpu, dma, hbm, ici };
+enum class UnitKind : uint8_t { scalar, mxu, vpu, eup, dma, hbm, ici };
+inline constexpr int kNumUnitKinds = 7;
+std::string_view name(UnitKind k);  // "scalar", "mxu", ...
 
 struct UnitInfo {
   std::string name;  // "tc0.mxu1", "hbm", ...
@@ -37,10 +39,13 @@ struct UnitInfo {
 
 struct TimelineEvent {
   int64_t start = 0, end = 0;  // cycles
+  int64_t step = -1;           // flat grid step index, -1 if not a grid step
   int32_t unit = 0;            // index into RunResult::units
   int32_t label = 0;           // index into RunResult::labels
   int32_t item = -1;           // program item
-  int64_t step = -1;           // flat grid step index, -1 if not a grid step
+  int32_t op = -1;             // a body op: its index in the kernel's body
+  int16_t body = -1;           // the kernel's position in its item (0 for a call, j in a loop)
+  int16_t operand = -1;        // a DMA: its BlockSpec, the kernel's inputs then its outputs
   Cause cause = Cause::busy;
 };
 
@@ -57,6 +62,14 @@ struct KernelStats {
   std::array<int64_t, kNumCauses> time{};  // critical core, summed over calls
 };
 
+// One program item as it ran.
+struct ItemResult {
+  std::string name;
+  std::string stage;   // its stage label (or its name)
+  int kernel = -1;     // index into RunResult::kernels of its (first) kernel, -1 if none
+  int64_t cycles = 0;  // from its start to its end
+};
+
 struct RunResult {
   std::string chip;
   double clock_hz = 0;
@@ -71,10 +84,7 @@ struct RunResult {
   std::vector<int64_t> unit_busy;          // cycles, per unit
   std::array<int64_t, kNumCauses> time{};  // TensorCore 0: sums exactly to `cycles`
   std::vector<KernelStats> kernels;        // one per distinct kernel, in program order
-  std::vector<std::string> item_names;     // per program item
-  std::vector<int> item_kernel;            // per program item: index into kernels, -1 if none
-  std::vector<std::string> item_stages;    // per program item: its stage label (or name)
-  std::vector<int64_t> item_cycles;        // per program item: from its start to its end
+  std::vector<ItemResult> items;           // per program item, in program order
   std::vector<std::string> labels;
   std::vector<TimelineEvent> events;  // empty unless recording was requested
 

@@ -35,7 +35,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chi
   for (int m = 0; m < chip.mxus_per_core; ++m)
     lanes_.push_back(rec.add_unit(fmt::format("tc{}.mxu{}", id, m), UnitKind::mxu, id));
   lanes_.push_back(rec.add_unit(fmt::format("tc{}.vpu", id), UnitKind::vpu, id));
-  lanes_.push_back(rec.add_unit(fmt::format("tc{}.eup", id), UnitKind::vpu, id));
+  lanes_.push_back(rec.add_unit(fmt::format("tc{}.eup", id), UnitKind::eup, id));
   for (int q = 0; q < chip.dma_queues; ++q) {
     dma_.push_back(std::make_unique<DmaQueue>(fmt::format("dma{}", q).c_str(), chip, rec, id, q));
     dma_.back()->socket.bind(hbm.socket);
@@ -112,10 +112,14 @@ void TensorCore::run_grid(const CoreWork& w) {
   std::vector<bool> out_new_block(nout, true);
   for (size_t o = 0; o < nout; ++o) out_slot_free[o].assign(k.outputs[o].buffer_count, 0);
 
+  // Events name the item, the kernel's place in it, the grid step and the op or the BlockSpec.
+  auto dma = [&w](size_t operand, int64_t at_step) {
+    return EventTag{w.item, at_step, w.body, -1, static_cast<int>(operand)};
+  };
   int64_t step = flat_index(k, g);
   for (size_t i = 0; i < nin; ++i) {
     k.inputs[i].index.eval(g, in_idx[i]);
-    in_ready[i] = queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, step);
+    in_ready[i] = queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, step));
   }
   for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(g, out_idx[o]);
 
@@ -136,7 +140,7 @@ void TensorCore::run_grid(const CoreWork& w) {
       in_next_ready[i] = in_ready[i];
       if (refetch[i] && k.inputs[i].buffer_count >= 2)
         in_next_ready[i] =
-            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, next_step);
+            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, next_step));
     }
     for (size_t o = 0; o < nout; ++o)
       if (out_new_block[o]) {
@@ -147,7 +151,8 @@ void TensorCore::run_grid(const CoreWork& w) {
     const BodySchedule& body = body_for(k, g);
     const int64_t t0 = now_cycles();
     for (const ScheduledOp& op : body.ops)
-      rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, op_labels_[op.op], w.item, step);
+      rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, op_labels_[op.op],
+                {w.item, step, w.body, static_cast<int>(op.op), -1});
     for (const BodySegment& seg : body.segments)
       account_.charge(rec_, seg.cause, t0 + seg.end, w.item, step);
     counters_->flops += body.flops;
@@ -160,13 +165,13 @@ void TensorCore::run_grid(const CoreWork& w) {
       out_new_block[o] = done_with_block;
       if (!done_with_block) continue;
       auto& slots = out_slot_free[o];
-      slots[out_blocks[o]++ % slots.size()] =
-          queue_of(nin + o)->transfer(out_bytes[o], true, operand_labels_[nin + o], w.item, step);
+      slots[out_blocks[o]++ % slots.size()] = queue_of(nin + o)->transfer(
+          out_bytes[o], true, operand_labels_[nin + o], dma(nin + o, step));
     }
     for (size_t i = 0; i < nin && more; ++i)
       if (refetch[i] && k.inputs[i].buffer_count < 2)
         in_next_ready[i] =
-            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], w.item, next_step);
+            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, next_step));
     if (!more) break;
     g.swap(next);
     in_idx.swap(in_next);

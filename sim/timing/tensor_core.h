@@ -20,6 +20,7 @@ namespace tpusim {
 struct CoreWork {
   const Kernel* kernel = nullptr;
   int item = -1;
+  int body = 0;  // the kernel's position in its item
   bool loop_iteration =
       false;  // the first kernel of a while-loop iteration: pays the loop overhead
   int split_axis = -1;

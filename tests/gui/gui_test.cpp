@@ -9,9 +9,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "gui/timeline_view.h"
 #include "kernels/gdn/scan.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
 
 namespace {
 
@@ -130,12 +133,21 @@ TEST(Gui, TooltipsNameTheShapesOfOpsAndBlocks) {
   const g::GdnShape s{.batch = 1, .seq = 1024, .heads = 32, .dk = 128, .dv = 128, .chunk = 128};
   tpusim::Program p;
   p.add_kernel(g::scan_forward(s, {8}));
-  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "[q_g; w] @ h"),
-            "[8,256,128] bf16, [8,128,128] bf16 -> [8,256,128] f32");
-  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "fetch h_saved"), "");  // an output is written
-  EXPECT_EQ(tpusim::gui::event_shapes(p, 0, "write h_saved"),
-            "block [1,1,8,128,128] of [1,8,32,128,128] f32");
-  EXPECT_EQ(tpusim::gui::event_shapes(p, 1, "anything"), "");  // no such item
+  // The shapes of the recorded events with these labels (every such event names the same).
+  const tpusim::RunResult r =
+      tpusim::simulate(tpusim::load_chip("v5e"), p, {.record_timeline = true});
+  auto shapes = [&](const std::string& label) {
+    std::set<std::string> found;
+    for (const tpusim::TimelineEvent& e : r.events)
+      if (r.labels[e.label] == label) found.insert(tpusim::gui::event_shapes(p, e));
+    return found.size() == 1 ? *found.begin() : fmt::format("{} kinds", found.size());
+  };
+  EXPECT_EQ(shapes("[q_g; w] @ h"), "[8,256,128] bf16, [8,128,128] bf16 -> [8,256,128] f32");
+  EXPECT_EQ(shapes("fetch h_saved"), "0 kinds");  // an output is written, never fetched
+  EXPECT_EQ(shapes("write h_saved"), "block [1,1,8,128,128] of [1,8,32,128,128] f32");
+  tpusim::TimelineEvent other = r.events.front();
+  other.item = 1;
+  EXPECT_EQ(tpusim::gui::event_shapes(p, other), "");  // no such item
 }
 
 TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {

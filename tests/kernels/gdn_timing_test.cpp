@@ -122,8 +122,8 @@ TEST(GdnTiming, SolveRowLoopStreamsTheCarryNearTheHbmFloor) {
   const double carry = 1.0 * 32 * 32 * 128 * 128 * 4, floor_s = 127 * carry / 819e9;
   const RunResult r = simulate(chip, g::xla_solve_triangular(kC1));
   double loop_s = 0;
-  for (size_t i = 0; i < r.item_stages.size(); ++i)
-    if (r.item_stages[i] == "solve row loop") loop_s += r.item_cycles[i] / chip.clock_hz;
+  for (const ItemResult& item : r.items)
+    if (item.stage == "solve row loop") loop_s += item.cycles / chip.clock_hz;
   EXPECT_GT(loop_s, floor_s);
   EXPECT_LT(loop_s, 1.25 * floor_s);
 }
