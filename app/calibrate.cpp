@@ -54,16 +54,16 @@ std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& fi
   std::vector<CalibratedValue> values = calibrated_values(c.engine.matmul, c.matmul);
   for (const CalibratedValue& v : calibrated_values(c.engine.collectives, c.gather))
     values.push_back(v);
-  values.push_back({c.fill_drain.key, c.fill_drain.value, false,
-                    fmt::format("fitted by `tpusim calibrate` on C1's head-batching saving: "
-                                "c1_scan.yaml minus c1_heads.yaml step time (measured {:.4g} s, "
-                                "predicted {:.4g} s)",
-                                c.fill_drain.measured, c.fill_drain.predicted)});
+  values.push_back(calibrated_value(
+      c.fill_drain, "C1's head-batching saving: c1_scan.yaml minus c1_heads.yaml step time in s"));
   const std::string shared = (chips / "shared.yaml").string();
   const std::string chip_file = (chips / (c.vector_scale.chip + ".yaml")).string();
   const std::string docs = repo_path("docs/calibration.md");
-  files.stage(shared, shared_yaml_with(shared, values));
-  files.stage(chip_file, chip_yaml_with(chip_file, c.vector_scale));
+  files.stage(shared, chip_file_with(shared, values));
+  const std::string scale_on =
+      fmt::format("{} {}", std::filesystem::path(c.vector_scale.scenario_file).filename().string(),
+                  c.vector_scale.metric);
+  files.stage(chip_file, chip_file_with(chip_file, {calibrated_value(c.vector_scale, scale_on)}));
   files.stage(docs, c.markdown);
   return {shared, chip_file, docs};
 }

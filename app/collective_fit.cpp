@@ -6,52 +6,23 @@
 #include <filesystem>
 
 #include "models/chip_loader.h"
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/error.h"
 #include "sim/timing/collectives.h"
 
 namespace tpusim {
 
 CollectiveTable load_collective_table(const std::string& file) {
-  const YAML::Node root = yaml_load_file(file);
-  if (!root.IsMap()) yaml_fail(file, root, "", "expected a mapping with source, chip, axis, rows");
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "source" && key != "chip" && key != "axis" && key != "rows")
-      yaml_fail(file, kv.first, key, "unknown key (expected source, chip, axis, rows)");
-  }
-  for (const char* key : {"source", "chip", "axis", "rows"})
-    if (!root[key]) yaml_fail(file, root, key, "missing");
+  const YamlMap top(file, yaml_load_file(file), "", {"source", "chip", "axis", "rows"});
   CollectiveTable t;
   t.file = file;
-  t.source = yaml_as<std::string>(file, root["source"], "source", "a string");
-  t.chip = yaml_as<std::string>(file, root["chip"], "chip", "a string");
-  const YAML::Node a = root["axis"];
-  for (const auto& kv : a)
-    if (const std::string k = kv.first.as<std::string>();
-        k != "size" && k != "wraparound" && k != "torus_dims")
-      yaml_fail(file, kv.first, "axis." + k, "unknown key (expected size, wraparound, torus_dims)");
-  for (const char* key : {"size", "wraparound", "torus_dims"})
-    if (!a[key]) yaml_fail(file, a, std::string("axis.") + key, "missing");
-  t.axis = {"axis", yaml_as<int64_t>(file, a["size"], "axis.size", "an integer"),
-            yaml_as<bool>(file, a["wraparound"], "axis.wraparound", "true or false"),
-            yaml_as<int>(file, a["torus_dims"], "axis.torus_dims", "an integer"), false};
-  const YAML::Node rows = root["rows"];
-  if (!rows.IsSequence() || rows.size() < 2)
-    yaml_fail(file, rows, "rows", "expected a list of at least two measurements");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const YAML::Node r = rows[i];
-    const std::string at = fmt::format("rows[{}]", i);
-    for (const auto& kv : r)
-      if (const std::string k = kv.first.as<std::string>();
-          k != "what" && k != "bytes" && k != "measured_s")
-        yaml_fail(file, kv.first, at + "." + k, "unknown key (expected what, bytes, measured_s)");
-    for (const char* key : {"what", "bytes", "measured_s"})
-      if (!r[key]) yaml_fail(file, r, at + "." + key, "missing");
-    t.rows.push_back({yaml_as<std::string>(file, r["what"], at + ".what", "a string"),
-                      yaml_as<int64_t>(file, r["bytes"], at + ".bytes", "an integer"),
-                      yaml_as<double>(file, r["measured_s"], at + ".measured_s", "a number")});
-  }
+  t.source = top.string("source");
+  t.chip = top.string("chip");
+  const YamlMap a = top.map("axis", {"size", "wraparound", "torus_dims"});
+  t.axis = {"axis", a.positive("size"), a.as<bool>("wraparound", "true or false"),
+            static_cast<int>(a.positive("torus_dims")), false};
+  for (const YamlMap& r : top.list("rows", {"what", "bytes", "measured_s"}, 2))
+    t.rows.push_back({r.string("what"), r.positive("bytes"), r.positive_number("measured_s")});
   return t;
 }
 

@@ -6,55 +6,30 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <set>
 
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim {
 
 MatmulTable load_matmul_table(const std::string& file) {
-  const YAML::Node root = yaml_load_file(file);
+  const YamlMap top(file, yaml_load_file(file), "", {"source", "chip", "rows"});
   MatmulTable t;
   t.file = file;
-  if (!root.IsMap()) yaml_fail(file, root, "", "expected a mapping with source, chip and rows");
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "source" && key != "chip" && key != "rows")
-      yaml_fail(file, kv.first, key, "unknown key (expected source, chip, rows)");
-  }
-  for (const char* key : {"source", "chip", "rows"})
-    if (!root[key]) yaml_fail(file, root, key, "missing");
-  t.source = yaml_as<std::string>(file, root["source"], "source", "a string");
-  t.chip = yaml_as<std::string>(file, root["chip"], "chip", "a string");
-  const YAML::Node rows = root["rows"];
-  if (!rows.IsSequence()) yaml_fail(file, rows, "rows", "expected a list");
-  static const std::set<std::string> keys = {"kernel", "size", "bm", "bk", "bn", "measured_s"};
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const YAML::Node r = rows[i];
-    const std::string at = fmt::format("rows[{}]", i);
-    if (!r.IsMap()) yaml_fail(file, r, at, "expected a mapping");
-    for (const auto& kv : r)
-      if (!keys.count(kv.first.as<std::string>()))
-        yaml_fail(file, kv.first, at + "." + kv.first.as<std::string>(),
-                  "unknown key (expected kernel, size, bm, bk, bn, measured_s)");
+  t.source = top.string("source");
+  t.chip = top.string("chip");
+  for (const YamlMap& r : top.list("rows", {"kernel", "size", "bm", "bk", "bn", "measured_s"})) {
     MatmulRow row;
-    if (!r["kernel"] || !r["size"]) yaml_fail(file, r, at, "needs kernel and size");
-    row.kernel = yaml_as<std::string>(file, r["kernel"], at + ".kernel", "a string");
-    if (row.kernel != "pallas" && row.kernel != "xla")
-      yaml_fail(file, r["kernel"], at + ".kernel", "expected 'pallas' or 'xla'");
-    row.size = yaml_as<int64_t>(file, r["size"], at + ".size", "an integer");
+    row.kernel = r.choice("kernel", {"pallas", "xla"});
+    row.size = r.positive("size");
     if (row.kernel == "pallas") {
-      for (const char* b : {"bm", "bk", "bn"})
-        if (!r[b]) yaml_fail(file, r, at + "." + b, "missing (a pallas row needs bm, bk, bn)");
-      row.bm = yaml_as<int64_t>(file, r["bm"], at + ".bm", "an integer");
-      row.bk = yaml_as<int64_t>(file, r["bk"], at + ".bk", "an integer");
-      row.bn = yaml_as<int64_t>(file, r["bn"], at + ".bn", "an integer");
+      row.bm = r.positive("bm");
+      row.bk = r.positive("bk");
+      row.bn = r.positive("bn");
     }
-    if (r["measured_s"])
-      row.measured_s = yaml_as<double>(file, r["measured_s"], at + ".measured_s", "a number");
+    if (r.has("measured_s")) row.measured_s = r.positive_number("measured_s");
     t.rows.push_back(row);
   }
   return t;
@@ -236,24 +211,6 @@ std::vector<CalibratedValue> calibrated_values(const CalibratedConstants& c,
       {"grid_step_overhead_cycles", static_cast<double>(c.grid_step_overhead_cycles), true, how},
       {"dma_latency_cycles", static_cast<double>(c.dma_latency_cycles), true, how},
       {"host_dispatch_s", c.host_dispatch_s, false, how}};
-}
-
-std::string shared_yaml_with(const std::string& path, const std::vector<CalibratedValue>& values) {
-  YAML::Node root = yaml_load_file(path);
-  for (const CalibratedValue& v : values) {
-    YAML::Node n;
-    if (v.integer)
-      n["value"] = static_cast<int64_t>(v.value);
-    else
-      n["value"] = v.value;
-    n["calibrated"] = v.how;
-    root[v.key] = n;
-  }
-  YAML::Emitter e;
-  e << root;
-  return "# Constants shared by every chip. The calibrated ones are written by\n"
-         "# `build/tpusim calibrate --write` (see docs/calibration.md); a test re-derives them.\n" +
-         std::string(e.c_str()) + "\n";
 }
 
 }  // namespace tpusim

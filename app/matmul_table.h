@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/calibrated_value.h"
 #include "sim/chip_spec.h"
 
 namespace tpusim {
@@ -46,17 +47,8 @@ ChipSpec with_constants(ChipSpec chip, const CalibratedConstants& c);
 std::string calibration_markdown(const ChipSpec& chip, const CalibratedConstants& c,
                                  const MatmulTable& calibration, const MatmulTable& blind);
 
-// One fitted value for models/chips/shared.yaml, with how it was fitted.
-struct CalibratedValue {
-  std::string key;
-  double value = 0;
-  bool integer = false;
-  std::string how;
-};
+// The fitted values for models/chips/shared.yaml, with how they were fitted.
 std::vector<CalibratedValue> calibrated_values(const CalibratedConstants& c,
                                                const MatmulTable& calibration);
-// shared.yaml's contents with the values replaced (its header comment kept).
-std::string shared_yaml_with(const std::string& shared_yaml_path,
-                             const std::vector<CalibratedValue>& values);
 
 }  // namespace tpusim

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "models/chip_loader.h"
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/error.h"
 
 namespace tpusim {
@@ -19,16 +19,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void only_keys(const std::string& f, const YAML::Node& n, const std::string& path,
-               const std::set<std::string>& keys);
+// XLA's --xla_tpu_scoped_vmem_limit_kib accepts [4096, VMEM - 1024] KiB (tpu_hardware.md,
+// XLA-flags); the rest of VMEM is XLA's prefetch space.
+constexpr int64_t kMinScopedVmemKib = 4096;
+constexpr int64_t kVmemReserveBytes = int64_t{1024} << 10;
 
 // The keys of each mapping of a scenario file, by key path ("" for the top level). `remat` is a
 // policy name or {custom: {TENSOR: placement}}; load_remat checks the tensor names.
-const std::map<std::string, std::set<std::string>>& schema() {
-  static const std::map<std::string, std::set<std::string>> keys = [] {
-    std::set<std::string> measured(kMetrics.begin(), kMetrics.end());
-    measured.insert({"source", "attention_flops"});
-    return std::map<std::string, std::set<std::string>>{
+const std::map<std::string, std::vector<std::string>>& schema() {
+  static const std::map<std::string, std::vector<std::string>> keys = [] {
+    std::vector<std::string> measured = kMetrics;
+    measured.insert(measured.end(), {"source", "attention_flops"});
+    return std::map<std::string, std::vector<std::string>>{
         {"",
          {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
           "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
@@ -42,22 +44,8 @@ const std::map<std::string, std::set<std::string>>& schema() {
   return keys;
 }
 
-void only_keys(const std::string& f, const YAML::Node& n, const std::string& path) {
-  only_keys(f, n, path, schema().at(path));
-}
-
-void only_keys(const std::string& f, const YAML::Node& n, const std::string& path,
-               const std::set<std::string>& keys) {
-  if (!n.IsMap()) yaml_fail(f, n, path, "expected a mapping");
-  for (const auto& kv : n) {
-    const std::string k = kv.first.as<std::string>();
-    if (!keys.count(k)) {
-      std::string known;
-      for (const auto& x : keys) known += (known.empty() ? "" : ", ") + x;
-      yaml_fail(f, kv.first, path.empty() ? k : path + "." + k,
-                fmt::format("unknown key (known: {})", known));
-    }
-  }
+YamlMap section(const YamlMap& top, const std::string& key) {
+  return top.map(key, schema().at(key));
 }
 
 // The node of a dotted key path, or of its longest prefix present in the file (the root for none),
@@ -77,37 +65,26 @@ YAML::Node deepest_node(const YAML::Node& root, const std::string& key_path) {
   return at;
 }
 
-double positive_number(const std::string& f, const YAML::Node& n, const std::string& path) {
-  const auto v = yaml_as<double>(f, n, path, "a number");
-  if (!(v > 0) || !std::isfinite(v))
-    yaml_fail(f, n, path, fmt::format("must be a positive finite number, got {}", n.Scalar()));
-  return v;
-}
-
-int64_t positive(const std::string& f, const YAML::Node& n, const std::string& path) {
-  const auto v = yaml_as<int64_t>(f, n, path, "an integer");
-  if (v < 1) yaml_fail(f, n, path, fmt::format("must be a positive integer, got {}", v));
-  return v;
-}
-
 // `remat: NAME` (a MaxText remat_policy) or `remat: {custom: {TENSOR: remat|device|offload}}`.
-RematPolicy load_remat(const std::string& f, const YAML::Node& r) {
+RematPolicy load_remat(const YamlMap& top) {
+  const std::string& f = top.file();
+  const YAML::Node r = top.node("remat");
   if (!r.IsMap()) {
-    const auto name = yaml_as<std::string>(f, r, "remat", "a string");
+    const std::string name = top.string("remat");
     try {
       return RematPolicy::named(name);
     } catch (const Error& e) {
-      yaml_fail(f, r, "remat", e.what());
+      top.fail("remat", e.what());
     }
   }
-  only_keys(f, r, "remat");
-  const YAML::Node t = r["custom"];
+  const YAML::Node t = section(top, "remat").node("custom");
   if (!t.IsMap())
-    yaml_fail(f, t, "remat.custom",
+    yaml_fail(f, t ? t : r, "remat.custom",
               "expected a mapping of tensor names to remat, device or offload");
   RematPolicy p = RematPolicy::named("custom");
   for (const auto& kv : t) {
-    const std::string tensor = kv.first.as<std::string>(), path = "remat.custom." + tensor;
+    const std::string tensor = yaml_as<std::string>(f, kv.first, "remat.custom", "a string key");
+    const std::string path = "remat.custom." + tensor;
     Activation a{};
     try {
       a = parse_activation(tensor);
@@ -122,6 +99,89 @@ RematPolicy load_remat(const std::string& f, const YAML::Node& r) {
     }
   }
   return p;
+}
+
+// chip, model, slice and mesh.
+void load_hardware(const YamlMap& top, Scenario& s) {
+  StepConfig& c = s.step;
+  s.chip_name = top.string("chip");
+  try {
+    c.chip = load_chip(s.chip_name);
+  } catch (const Error& e) {
+    top.fail("chip", e.what());
+  }
+  s.model_name = top.string("model");
+  try {
+    c.model = load_model(s.model_name);
+  } catch (const Error& e) {
+    top.fail("model", e.what());
+  }
+  c.chips_per_slice = top.positive("chips");
+  c.mesh.data = top.positive("slices", 1);
+  c.mesh.fsdp = c.chips_per_slice;
+  if (top.has("mesh")) {
+    const YamlMap m = section(top, "mesh");
+    c.mesh.tensor = m.positive("tensor", 1);
+    c.mesh.context = m.positive("context", 1);
+    c.mesh.fsdp = m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context));
+  }
+  if (top.has("scoped_vmem_kib")) {  // --xla_tpu_scoped_vmem_limit_kib
+    const int64_t kib = top.positive("scoped_vmem_kib");
+    if (kib < kMinScopedVmemKib || kib * 1024 > c.chip.vmem_bytes - kVmemReserveBytes)
+      top.fail("scoped_vmem_kib",
+               fmt::format("{} KiB is outside [{}, VMEM - {}] = [{}, {}] on {}", kib,
+                           kMinScopedVmemKib, kVmemReserveBytes / 1024, kMinScopedVmemKib,
+                           (c.chip.vmem_bytes - kVmemReserveBytes) / 1024, s.chip_name));
+    c.chip.scoped_vmem_bytes = kib * 1024;
+  }
+}
+
+// Sequence, batch, remat, dtypes and the kernels' knobs.
+void load_workload(const YamlMap& top, StepConfig& c) {
+  c.seq = top.positive("seq");
+  c.batch_per_chip = top.positive("batch_per_chip");
+  if (top.has("remat")) c.remat = load_remat(top);
+  if (top.has("weight_dtype"))
+    c.weight_dtype =
+        top.choice("weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::bf16 : DType::f32;
+  c.vocab_tiles = top.positive("vocab_tiling", 1);
+  if (top.has("quantization"))  // MaxText's quantization: int8 (AQT)
+    c.int8_matmuls =
+        !top.choice("quantization", {"int8"}, "int8 (AQT int8 weight matmuls)").empty();
+  if (top.has("gdn")) {
+    const YamlMap g = section(top, "gdn");
+    if (g.has("build")) {
+      const std::string build = g.string("build");
+      try {
+        c.gdn.build = kernels::gdn::parse_build(build);
+      } catch (const Error& e) {
+        g.fail("build", e.what());
+      }
+    }
+    c.gdn_chunk = g.positive("chunk", c.gdn_chunk);
+    c.gdn.head_tile_fwd = g.positive("head_tile_fwd", c.gdn.head_tile_fwd);
+    c.gdn.head_tile_bwd = g.positive("head_tile_bwd", c.gdn.head_tile_bwd);
+    c.gdn.tile_n = g.positive("tile_n", c.gdn.tile_n);
+  } else if (c.model.gdn_layers() > 0) {
+    top.fail("gdn",
+             "the model has GDN layers: say which build runs them (gdn: {build: "
+             "main|scan|heads|ladder})");
+  }
+  if (top.has("attention"))
+    c.attention_block = section(top, "attention").positive("block", c.attention_block);
+}
+
+void load_measured(const YamlMap& top, Scenario& s) {
+  const YamlMap m = section(top, "measured");
+  if (!m.has("source")) m.fail("source", "measured values need a source");
+  s.measured_source = m.string("source");
+  for (const std::string& k : kMetrics)
+    if (m.has(k)) s.measured[k] = m.positive_number(k);
+  if (m.has("attention_flops"))
+    s.measured_attention = m.choice("attention_flops", {"causal", "full"},
+                                    "causal (MaxText since mid-2025) or full (before)") == "full"
+                               ? AttentionCount::full
+                               : AttentionCount::causal;
 }
 
 }  // namespace
@@ -139,113 +199,26 @@ bool is_scenario_key(const std::string& path) {
     }
   }
   const auto it = schema().find(parent);
-  return it != schema().end() && it->second.count(key);
+  return it != schema().end() &&
+         std::find(it->second.begin(), it->second.end(), key) != it->second.end();
 }
 
 Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
 
 Scenario load_scenario(const YAML::Node& root, const std::string& f) {
-  only_keys(f, root, "");
-  auto need = [&](const char* key) {
-    if (!root[key]) yaml_fail(f, root, key, "missing");
-    return root[key];
-  };
+  const YamlMap top(f, root, "", schema().at(""));
   Scenario s;
   s.file = f;
-  s.name = root["name"] ? yaml_as<std::string>(f, root["name"], "name", "a string")
-                        : fs::path(f).stem().string();
-  if (root["description"])
-    s.description = yaml_as<std::string>(f, root["description"], "description", "a string");
-  s.chip_name = yaml_as<std::string>(f, need("chip"), "chip", "a string");
+  s.name = top.string("name", fs::path(f).stem().string());
+  s.description = top.string("description", "");
+  load_hardware(top, s);
+  load_workload(top, s.step);
+  if (top.has("measured")) load_measured(top, s);
   try {
-    s.step.chip = load_chip(s.chip_name);
-  } catch (const Error& e) {
-    yaml_fail(f, root["chip"], "chip", e.what());
-  }
-  s.model_name = yaml_as<std::string>(f, need("model"), "model", "a string");
-  try {
-    s.step.model = load_model(s.model_name);
-  } catch (const Error& e) {
-    yaml_fail(f, root["model"], "model", e.what());
-  }
-  StepConfig& c = s.step;
-  c.chips_per_slice = positive(f, need("chips"), "chips");
-  c.mesh.data = root["slices"] ? positive(f, root["slices"], "slices") : 1;
-  c.seq = positive(f, need("seq"), "seq");
-  c.batch_per_chip = positive(f, need("batch_per_chip"), "batch_per_chip");
-  if (const YAML::Node r = root["remat"]) c.remat = load_remat(f, r);
-  if (const YAML::Node w = root["weight_dtype"]) {
-    const std::string t = yaml_as<std::string>(f, w, "weight_dtype", "a string");
-    if (t != "f32" && t != "bf16") yaml_fail(f, w, "weight_dtype", "expected f32 or bf16");
-    c.weight_dtype = t == "bf16" ? DType::bf16 : DType::f32;
-  }
-  if (const YAML::Node v = root["vocab_tiling"]) c.vocab_tiles = positive(f, v, "vocab_tiling");
-  if (const YAML::Node q = root["quantization"]) {  // MaxText's quantization: int8 (AQT)
-    if (yaml_as<std::string>(f, q, "quantization", "a string") != "int8")
-      yaml_fail(f, q, "quantization", "expected int8 (AQT int8 weight matmuls)");
-    c.int8_matmuls = true;
-  }
-  c.mesh.fsdp = c.chips_per_slice;
-  if (const YAML::Node m = root["mesh"]) {
-    only_keys(f, m, "mesh");
-    c.mesh.tensor = m["tensor"] ? positive(f, m["tensor"], "mesh.tensor") : 1;
-    c.mesh.context = m["context"] ? positive(f, m["context"], "mesh.context") : 1;
-    c.mesh.fsdp = m["fsdp"] ? positive(f, m["fsdp"], "mesh.fsdp")
-                            : c.chips_per_slice / (c.mesh.tensor * c.mesh.context);
-  }
-  if (const YAML::Node g = root["gdn"]) {
-    only_keys(f, g, "gdn");
-    if (g["build"]) {
-      const auto build = yaml_as<std::string>(f, g["build"], "gdn.build", "a string");
-      try {
-        c.gdn.build = kernels::gdn::parse_build(build);
-      } catch (const Error& e) {
-        yaml_fail(f, g["build"], "gdn.build", e.what());
-      }
-    }
-    if (g["chunk"]) c.gdn_chunk = positive(f, g["chunk"], "gdn.chunk");
-    if (g["head_tile_fwd"])
-      c.gdn.head_tile_fwd = positive(f, g["head_tile_fwd"], "gdn.head_tile_fwd");
-    if (g["head_tile_bwd"])
-      c.gdn.head_tile_bwd = positive(f, g["head_tile_bwd"], "gdn.head_tile_bwd");
-    if (g["tile_n"]) c.gdn.tile_n = positive(f, g["tile_n"], "gdn.tile_n");
-  } else if (c.model.gdn_layers() > 0) {
-    yaml_fail(f, root, "gdn",
-              "the model has GDN layers: say which build runs them (gdn: {build: "
-              "main|scan|heads|ladder})");
-  }
-  if (const YAML::Node v = root["scoped_vmem_kib"]) {  // --xla_tpu_scoped_vmem_limit_kib
-    const int64_t kib = positive(f, v, "scoped_vmem_kib");
-    if (kib < 4096 || kib * 1024 > c.chip.vmem_bytes - (1 << 20))
-      yaml_fail(f, v, "scoped_vmem_kib",
-                fmt::format("{} KiB is outside [4096, VMEM - 1024] = [4096, {}] on {}", kib,
-                            c.chip.vmem_bytes / 1024 - 1024, s.chip_name));
-    c.chip.scoped_vmem_bytes = kib * 1024;
-  }
-  if (const YAML::Node a = root["attention"]) {
-    only_keys(f, a, "attention");
-    if (a["block"]) c.attention_block = positive(f, a["block"], "attention.block");
-  }
-  if (const YAML::Node m = root["measured"]) {
-    only_keys(f, m, "measured");
-    if (!m["source"]) yaml_fail(f, m, "measured.source", "measured values need a source");
-    s.measured_source = yaml_as<std::string>(f, m["source"], "measured.source", "a string");
-    for (const std::string& k : kMetrics)
-      if (m[k]) s.measured[k] = positive_number(f, m[k], "measured." + k);
-    if (m["attention_flops"]) {
-      const std::string a =
-          yaml_as<std::string>(f, m["attention_flops"], "measured.attention_flops", "a string");
-      if (a != "causal" && a != "full")
-        yaml_fail(f, m["attention_flops"], "measured.attention_flops",
-                  "expected causal (MaxText since mid-2025) or full (before)");
-      s.measured_attention = a == "full" ? AttentionCount::full : AttentionCount::causal;
-    }
-  }
-  try {
-    check(c);
+    check(s.step);
   } catch (const ConfigError& e) {
     // A kernel over its VMEM limit is the limit's fault when the scenario lowered it.
-    const std::string key = e.over_vmem && root["scoped_vmem_kib"] ? "scoped_vmem_kib" : e.key;
+    const std::string key = e.over_vmem && top.has("scoped_vmem_kib") ? "scoped_vmem_kib" : e.key;
     yaml_fail(f, deepest_node(root, key), key, e.what());
   }
   return s;

@@ -25,9 +25,12 @@ double predicted_step(Scenario s, double scale) {
   return predict_step(s.step).step_time_s;
 }
 
+// The double nearest the four-digit decimal, so the value written to a chip file (as its shortest
+// exact text) reads back identical.
 double four_digits(double x) {
-  const double unit = std::pow(10.0, std::floor(std::log10(x)) - 3);
-  return std::round(x / unit) * unit;
+  const int e = static_cast<int>(std::floor(std::log10(x))) - 3;
+  const double digits = std::round(x / std::pow(10.0, e));
+  return e < 0 ? digits / std::pow(10.0, -e) : digits * std::pow(10.0, e);
 }
 
 // Sets fit.value to the x in [lo, hi] where predicted(x) meets fit.measured (predicted monotone
@@ -140,22 +143,10 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
   return out;
 }
 
-std::string chip_yaml_with(const std::string& path, const StepConstantFit& fit) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::regex block(fit.key + ":\\n  value: [^\\n]*\\n  [a-z]+: [^\\n]*\\n");
-  const std::string s = text.str();
-  if (!std::regex_search(s, block))
-    throw Error(
-        fmt::format("{}: no '{}' block of a value and a provenance to update", path, fit.key));
-  return std::regex_replace(
-      s, block,
-      fmt::format("{}:\n  value: {:.4g}\n  calibrated: \"fitted by `tpusim calibrate` on {} {} "
-                  "(measured {:.4g}, predicted {:.4g})\"\n",
-                  fit.key, fit.value, std::filesystem::path(fit.scenario_file).filename().string(),
-                  fit.metric, fit.measured, fit.predicted),
-      std::regex_constants::format_first_only);
+CalibratedValue calibrated_value(const StepConstantFit& fit, const std::string& how) {
+  return {fit.key, fit.value, false,
+          fmt::format("fitted by `tpusim calibrate` on {} (measured {:.4g}, predicted {:.4g})", how,
+                      fit.measured, fit.predicted)};
 }
 
 }  // namespace tpusim

@@ -41,7 +41,7 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
                                       const StepConstantFit& vector_scale, const EngineConstants& e,
                                       const std::string& check_file);
 
-// The chip file's text with the constant's value and provenance replaced (comments kept).
-std::string chip_yaml_with(const std::string& chip_yaml_path, const StepConstantFit& fit);
+// The fitted value and how it was fitted, for its chip file.
+CalibratedValue calibrated_value(const StepConstantFit& fit, const std::string& how);
 
 }  // namespace tpusim

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/scenario.h"
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/error.h"
 
 namespace tpusim {
@@ -85,30 +85,19 @@ PointResult from_json(const nlohmann::json& j) {
 }  // namespace
 
 Sweep load_sweep(const std::string& file) {
-  const YAML::Node root = yaml_load_file(file);
-  if (!root.IsMap()) yaml_fail(file, root, "", "expected a mapping with base and axes");
-  for (const auto& kv : root) {
-    const std::string k = kv.first.as<std::string>();
-    if (k != "base" && k != "axes" && k != "name")
-      yaml_fail(file, kv.first, k, "unknown key (known: name, base, axes)");
-  }
-  if (!root["base"]) yaml_fail(file, root, "base", "missing");
-  if (!root["axes"] || !root["axes"].IsMap() || root["axes"].size() == 0)
-    yaml_fail(file, root["axes"] ? root["axes"] : root, "axes",
-              "expected a mapping of key paths to lists of values");
+  const YamlMap top(file, yaml_load_file(file), "", {"name", "base", "axes"});
+  const YAML::Node axes = top.need("axes");
+  if (!axes.IsMap() || axes.size() == 0)
+    top.fail("axes", "expected a mapping of key paths to lists of values");
   Sweep s;
   s.file = file;
-  s.name = root["name"] ? yaml_as<std::string>(file, root["name"], "name", "a string")
-                        : fs::path(file).stem().string();
-  s.base_file =
-      (fs::path(file).parent_path() / yaml_as<std::string>(file, root["base"], "base", "a string"))
-          .lexically_normal()
-          .string();
+  s.name = top.string("name", fs::path(file).stem().string());
+  s.base_file = (fs::path(file).parent_path() / top.string("base")).lexically_normal().string();
   const YAML::Node base = yaml_load_file(s.base_file);
   load_scenario(base, s.base_file);  // the base itself must be valid
   std::vector<std::vector<YAML::Node>> values;
-  for (const auto& kv : root["axes"]) {
-    const std::string axis = kv.first.as<std::string>();
+  for (const auto& kv : axes) {
+    const std::string axis = yaml_as<std::string>(file, kv.first, "axes", "a string key");
     if (!is_scenario_key(axis))
       yaml_fail(
           file, kv.first, "axes." + axis,

@@ -10,7 +10,7 @@
 #include <limits>
 #include <set>
 
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/error.h"
 
 #ifndef TPUSIM_MODELS_DIR
@@ -85,44 +85,32 @@ const std::map<std::string, Setter>& fields() {
   return f;
 }
 
-const std::set<std::string> kProvenance = {"source", "derived", "calibrated", "assumed"};
-
 void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen, bool chip_file) {
-  const YAML::Node root = yaml_load_file(file);
-  if (!root.IsMap()) yaml_fail(file, root, "", "expected a mapping of chip parameters");
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    const YAML::Node& v = kv.second;
-    if (key == "name" && chip_file) {
-      c.name = yaml_as<std::string>(file, v, key, "a string");
+  std::vector<std::string> known = {"name"};
+  for (const auto& [k, _] : fields()) known.push_back(k);
+  const YamlMap top(file, yaml_load_file(file), "", known, "chip parameter");
+  for (const auto& kv : top.node()) {
+    const std::string key = kv.first.as<std::string>();  // a string: YamlMap checked it
+    if (key == "name") {
+      if (!chip_file) top.fail(key, "the chip's name belongs in its own file");
+      c.name = top.string(key);
       continue;
     }
-    auto it = fields().find(key);
-    if (it == fields().end()) {
-      std::string known;
-      for (const auto& [k, _] : fields()) known += (known.empty() ? "" : ", ") + k;
-      yaml_fail(file, kv.first, key,
-                fmt::format("unknown chip parameter (known: name, {})", known));
-    }
-    if (!v.IsMap() || !v["value"])
-      yaml_fail(file, v, key,
-                "expected a mapping with 'value' and one of source/derived/calibrated/assumed");
+    const YamlMap entry =
+        top.map(key, {"value", "source", "derived", "calibrated", "assumed"}, "field");
     std::string provenance;
-    for (const auto& p : v) {
+    for (const auto& p : entry.node()) {
       const std::string pk = p.first.as<std::string>();
       if (pk == "value") continue;
-      if (!kProvenance.count(pk))
-        yaml_fail(file, p.first, key + "." + pk,
-                  "unknown field (expected value and one of source, derived, calibrated, assumed)");
       if (!provenance.empty())
         yaml_fail(file, p.first, key + "." + pk, "a value has exactly one provenance");
-      provenance = pk + ": " + yaml_as<std::string>(file, p.second, key + "." + pk, "a string");
+      provenance = pk + ": " + entry.string(pk);
     }
     if (provenance.empty())
-      yaml_fail(file, v, key, "missing provenance: add source, derived, calibrated or assumed");
+      top.fail(key, "missing provenance: add source, derived, calibrated or assumed");
     if (!seen.insert(key).second)
       yaml_fail(file, kv.first, key, "set twice (chip file and shared.yaml)");
-    it->second(c, file, v["value"], key + ".value");
+    fields().at(key)(c, file, entry.need("value"), key + ".value");
     c.provenance[key] = provenance;
   }
 }

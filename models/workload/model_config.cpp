@@ -4,10 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <set>
 
 #include "models/chip_loader.h"
-#include "models/yaml_errors.h"
+#include "models/yaml_map.h"
 #include "sim/error.h"
 
 namespace tpusim {
@@ -62,81 +61,41 @@ ModelConfig load_model(const std::string& name_or_path) {
     }
   }
   const std::string f = file.string();
-  const YAML::Node root = yaml_load_file(f);
-  if (!root.IsMap()) yaml_fail(f, root, "", "expected a mapping of model dimensions");
+  const YamlMap top(f, yaml_load_file(f), "",
+                    {"name", "source", "d_model", "layers", "q_heads", "kv_heads", "head_dim",
+                     "mlp_dim", "mlp", "vocab", "full_attention_interval", "gdn", "moe"},
+                    "model key");
   ModelConfig m;
   m.file = f;
-  static const std::set<std::string> keys = {"name",
-                                             "source",
-                                             "d_model",
-                                             "layers",
-                                             "q_heads",
-                                             "kv_heads",
-                                             "head_dim",
-                                             "mlp_dim",
-                                             "mlp",
-                                             "vocab",
-                                             "full_attention_interval",
-                                             "gdn",
-                                             "moe"};
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    if (!keys.count(key))
-      yaml_fail(f, kv.first, key,
-                "unknown model key (known: name, source, d_model, layers, q_heads, kv_heads, "
-                "head_dim, mlp_dim, mlp, vocab, full_attention_interval, gdn, moe)");
-  }
-  auto need = [&](const char* key) {
-    if (!root[key]) yaml_fail(f, root, key, "missing");
-    return root[key];
-  };
-  auto positive = [&](const char* key) {
-    const auto v = yaml_as<int64_t>(f, need(key), key, "an integer");
-    if (v < 1) yaml_fail(f, root[key], key, fmt::format("must be positive, got {}", v));
-    return v;
-  };
-  m.name = yaml_as<std::string>(f, need("name"), "name", "a string");
-  m.source = yaml_as<std::string>(f, need("source"), "source", "a string");
-  m.d_model = positive("d_model");
-  m.layers = positive("layers");
-  m.q_heads = positive("q_heads");
-  m.kv_heads = positive("kv_heads");
-  m.head_dim = positive("head_dim");
-  m.mlp_dim = positive("mlp_dim");
-  m.vocab = positive("vocab");
-  const std::string mlp = yaml_as<std::string>(f, need("mlp"), "mlp", "a string");
-  if (mlp != "swiglu" && mlp != "gelu")
-    yaml_fail(f, root["mlp"], "mlp", fmt::format("expected swiglu or gelu, got '{}'", mlp));
-  m.swiglu = mlp == "swiglu";
+  m.name = top.string("name");
+  m.source = top.string("source");
+  m.d_model = top.positive("d_model");
+  m.layers = top.positive("layers");
+  m.q_heads = top.positive("q_heads");
+  m.kv_heads = top.positive("kv_heads");
+  m.head_dim = top.positive("head_dim");
+  m.mlp_dim = top.positive("mlp_dim");
+  m.vocab = top.positive("vocab");
+  m.swiglu = top.choice("mlp", {"swiglu", "gelu"}) == "swiglu";
   if (m.q_heads % m.kv_heads != 0)
-    yaml_fail(
-        f, root["kv_heads"], "kv_heads",
-        fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads, m.kv_heads));
-  if (root["moe"])
-    yaml_fail(f, root["moe"], "moe",
-              "mixture-of-experts layers are not modelled yet (no MoE layer kind); this model is "
-              "out of reach");
-  if (root["full_attention_interval"]) {
-    m.full_attention_interval = yaml_as<int64_t>(f, root["full_attention_interval"],
-                                                 "full_attention_interval", "an integer");
-    if (!root["gdn"])
-      yaml_fail(f, root, "gdn", "a hybrid model (full_attention_interval) needs gdn dimensions");
+    top.fail("kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads,
+                                     m.kv_heads));
+  if (top.has("moe"))
+    top.fail("moe",
+             "mixture-of-experts layers are not modelled yet (no MoE layer kind); this model is "
+             "out of reach");
+  if (top.has("full_attention_interval")) {
+    m.full_attention_interval = top.positive("full_attention_interval");
+    if (!top.has("gdn"))
+      top.fail("gdn", "a hybrid model (full_attention_interval) needs gdn dimensions");
   }
-  if (root["gdn"]) {
-    const YAML::Node g = root["gdn"];
-    if (!g.IsMap()) yaml_fail(f, g, "gdn", "expected a mapping");
-    for (const auto& kv : g) {
-      const std::string key = kv.first.as<std::string>();
-      int64_t* dst = key == "key_heads"     ? &m.gdn.key_heads
-                     : key == "value_heads" ? &m.gdn.value_heads
-                     : key == "head_dim"    ? &m.gdn.head_dim
-                     : key == "conv_kernel" ? &m.gdn.conv_kernel
-                                            : nullptr;
-      if (!dst)
-        yaml_fail(f, kv.first, "gdn." + key,
-                  "unknown GDN key (known: key_heads, value_heads, head_dim, conv_kernel)");
-      *dst = yaml_as<int64_t>(f, kv.second, "gdn." + key, "an integer");
-    }
+  if (top.has("gdn")) {
+    const YamlMap g =
+        top.map("gdn", {"key_heads", "value_heads", "head_dim", "conv_kernel"}, "GDN key");
+    m.gdn.key_heads = g.positive("key_heads", m.gdn.key_heads);
+    m.gdn.value_heads = g.positive("value_heads", m.gdn.value_heads);
+    m.gdn.head_dim = g.positive("head_dim", m.gdn.head_dim);
+    m.gdn.conv_kernel = g.positive("conv_kernel", m.gdn.conv_kernel);
   }
   return m;
 }
