@@ -112,6 +112,8 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
                                       const std::string& check_file) {
   Scenario check = with_engine(load_scenario(check_file), e);
   check.step.chip.vector_rate_scale = vector_scale.value;
+  // The array width of the chip the latency was fitted on (C1: v5e).
+  const int mxu_dim = load_scenario(fill_drain.scenario_file).step.chip.mxu_dim;
   const StepPrediction p = predict_step(check.step);
   auto file = [](const std::string& f) { return std::filesystem::path(f).filename().string(); };
   std::string out = "## Whole-step constants, fitted on measured training steps\n\n";
@@ -120,12 +122,13 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
       "docs/validation.md\nshows every calibration row against the model with them.\n\n";
   out += "| constant | chip | fitted value | fitted on | meaning |\n|---|---|---|---|---|\n";
   out += fmt::format(
-      "| `{}` | {} | {:.4g} ({} cycles on a 128-wide MXU) | `{}` {} (measured {:.4g} s, "
+      "| `{}` | {} | {:.4g} ({} cycles on a {}-wide MXU) | `{}` {} (measured {:.4g} s, "
       "predicted {:.4g} s; {} evaluations) | MXU result latency, from a dot's last row in to its "
       "last result out, in units of the array dimension (it was assumed 2) |\n",
       fill_drain.key, fill_drain.chip, fill_drain.value,
-      static_cast<int64_t>(fill_drain.value * 128 + 0.5), file(fill_drain.scenario_file),
-      fill_drain.metric, fill_drain.measured, fill_drain.predicted, fill_drain.evaluations);
+      static_cast<int64_t>(fill_drain.value * mxu_dim + 0.5), mxu_dim,
+      file(fill_drain.scenario_file), fill_drain.metric, fill_drain.measured, fill_drain.predicted,
+      fill_drain.evaluations);
   out += fmt::format(
       "| `{}` | {} | {:.4g} | `{}` {} (measured {:.4g}, predicted {:.4g}; {} evaluations) | "
       "the chip's VPU and EUP throughput per cycle relative to the v4/v5 figures its "

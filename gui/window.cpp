@@ -98,47 +98,39 @@ TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
   return tl;
 }
 
-}  // namespace
-
-int run_window(WindowOptions o) {
-  GLFWwindow* window = open_window();
-  if (!window) return 2;
+// What the window shows and the worker computing it.
+struct Session {
+  WindowOptions o;
   Worker worker;
   Outcome shown, step_shown;
   TimelineState tl;
-  auto submit_knobs = [&] {
+  std::filesystem::path browse_dir = std::filesystem::current_path();
+  double draw_ms = 0;
+
+  void submit_knobs() {
     worker.submit(Worker::knobs, [k = o.knobs] { return simulate_knobs(k); });
-  };
-  auto submit_step = [&] {
+  }
+  void submit_step() {
     worker.submit(Worker::scenario,
                   [f = o.scenario, b = o.step_build] { return simulate_scenario(f, b); });
-  };
-  submit_knobs();
-  if (!o.scenario.empty()) submit_step();
-  int pending = o.scenario.empty() ? 1 : 2;  // the first results, which a screenshot shows
-  std::filesystem::path browse_dir = std::filesystem::current_path();
-  int frames_after_result = 0, exit_code = 0;
-  double draw_ms = 0;
-  const bool headless = !o.screenshot.empty();
-  while (!glfwWindowShouldClose(window)) {
-    if (!headless) glfwPollEvents();
-    if (auto result = worker.take()) {
-      if (result->scenario) {
-        step_shown = std::move(*result);
-        if (headless && step_shown.step)
-          std::fprintf(stderr, "step panel: %zu predicted-against-measured rows, step %.4f s\n",
-                       step_shown.validation.size(), step_shown.step->step_time_s);
-      } else {
-        shown = std::move(*result);
-        tl = view_of(shown, o.window_us);
-      }
-      pending = std::max(0, pending - 1);
-      frames_after_result = 0;
+  }
+  // Takes a finished simulation; returns true if there was one.
+  bool take_result() {
+    auto result = worker.take();
+    if (!result) return false;
+    if (result->scenario) {
+      step_shown = std::move(*result);
+      if (!o.screenshot.empty() && step_shown.step)
+        std::fprintf(stderr, "step panel: %zu predicted-against-measured rows, step %.4f s\n",
+                     step_shown.validation.size(), step_shown.step->step_time_s);
+    } else {
+      shown = std::move(*result);
+      tl = view_of(shown, o.window_us);
     }
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray hover
-    ImGui::NewFrame();
+    return true;
+  }
+  // The panels: knobs and totals on top, the timelines below.
+  void draw() {
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(ImVec2(static_cast<float>(kWidth), static_cast<float>(kHeight)));
     ImGui::Begin("tpusim", nullptr,
@@ -161,6 +153,31 @@ int run_window(WindowOptions o) {
     draw_ms = timelines(shown, tl, draw_ms);
     ImGui::EndChild();
     ImGui::End();
+  }
+};
+
+}  // namespace
+
+int run_window(WindowOptions options) {
+  GLFWwindow* window = open_window();
+  if (!window) return 2;
+  Session s{std::move(options)};
+  s.submit_knobs();
+  if (!s.o.scenario.empty()) s.submit_step();
+  int pending = s.o.scenario.empty() ? 1 : 2;  // the first results, which a screenshot shows
+  int frames_after_result = 0, exit_code = 0;
+  const bool headless = !s.o.screenshot.empty();
+  while (!glfwWindowShouldClose(window)) {
+    if (!headless) glfwPollEvents();
+    if (s.take_result()) {
+      pending = std::max(0, pending - 1);
+      frames_after_result = 0;
+    }
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray hover
+    ImGui::NewFrame();
+    s.draw();
     ImGui::Render();
     int fw, fh;
     glfwGetFramebufferSize(window, &fw, &fh);
@@ -168,10 +185,10 @@ int run_window(WindowOptions o) {
     glClearColor(0.08f, 0.08f, 0.09f, 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (headless && pending == 0 && !worker.busy() && ++frames_after_result >= kSettleFrames) {
-      std::fprintf(stderr, "timeline drawn in %.1f ms\n", draw_ms);
-      if (!save_png(o.screenshot, fw, fh)) {
-        std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", o.screenshot.c_str());
+    if (headless && pending == 0 && !s.worker.busy() && ++frames_after_result >= kSettleFrames) {
+      std::fprintf(stderr, "timeline drawn in %.1f ms\n", s.draw_ms);
+      if (!save_png(s.o.screenshot, fw, fh)) {
+        std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", s.o.screenshot.c_str());
         exit_code = 2;
       }
       break;

@@ -41,13 +41,19 @@ std::shared_ptr<const Kernel> pallas_matmul(const MatmulShape& s) {
                      Origin::pallas, s);
 }
 
+// The largest tile edge the XLA dot tiling considers.
+constexpr int64_t kMaxXlaDotTile = 2048;
+
 std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
                                       DType dtype) {
   // Tiles need not divide the operands: XLA pads them to a tile multiple (the last tile is
   // partial), so an awkward dimension such as a 128256-entry vocabulary still gets wide tiles.
+  // Tiles are whole lane widths (the (8, 128) layout), up to 2048. On v6e, whose MXU is 256
+  // wide, XLA may prefer multiples of 256: no public fact says, so the candidates stay the same.
   auto candidates = [](int64_t dim) {
     std::vector<int64_t> c;
-    for (int64_t t = 128; t <= 2048 && t <= round_up(dim, 128); t *= 2) c.push_back(t);
+    for (int64_t t = kLanes; t <= kMaxXlaDotTile && t <= round_up(dim, kLanes); t *= 2)
+      c.push_back(t);
     if (c.empty()) c.push_back(dim);
     return c;
   };

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "kernels/tiling.h"
 #include "sim/error.h"
 #include "sim/ir/validate.h"
 
@@ -447,18 +448,18 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
   for (int64_t br = 512; br >= 8; br /= 2)
     if (rows % br == 0) {
       auto k = make(br);
-      if (vmem_usage(*k).total_bytes <= (int64_t{16} << 20)) return k;
+      if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
     }
   // Rows too wide for even 8 of them (a vocabulary): XLA tiles the columns too. The same work is
   // modelled as [rows x t, cols / t] for the smallest t that keeps lane-aligned tiles and fits
   // (timing only: a row reduction then spans t tiles).
-  if (rows % 8 == 0 && cols % 128 == 0)
-    for (int64_t t = 2; t <= cols / 128; ++t)
-      if ((cols / 128) % t == 0) {
+  if (rows % kSublanes == 0 && cols % kLanes == 0)
+    for (int64_t t = 2; t <= cols / kLanes; ++t)
+      if ((cols / kLanes) % t == 0) {
         auto k = xla_fusion(f, rows * t, cols / t, dtype);
-        if (vmem_usage(*k).total_bytes <= (int64_t{16} << 20)) return k;
+        if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
       }
-  return make(rows % 8 == 0 ? 8 : rows);
+  return make(rows % kSublanes == 0 ? kSublanes : rows);
 }
 
 }  // namespace tpusim::kernels

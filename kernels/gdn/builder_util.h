@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/gdn/shape.h"
+#include "kernels/tiling.h"
 #include "sim/ir/kernel.h"
 #include "sim/ir/validate.h"
 
@@ -15,15 +16,11 @@ inline DotDims nn() { return {{2}, {1}, {0}, {0}}; }
 inline DotDims nt() { return {{2}, {2}, {0}, {0}}; }
 inline DotDims tn() { return {{1}, {1}, {0}, {0}}; }
 
-// XLA sizes a fusion's tiles to its scoped VMEM; 16 MiB is the smallest default among the chips
-// (v5e, v5p), so a fusion that fits it fits everywhere.
-inline constexpr int64_t kXlaVmemBudget = int64_t{16} << 20;
-
-// The largest tile of 8, 4, 2 (dividing `extent`) whose fusion `make(tile)` fits the budget,
+// The largest of kTileChoices (dividing `extent`) whose fusion `make(tile)` fits the XLA budget,
 // else 1.
 template <typename Make>
 std::shared_ptr<const Kernel> fit_xla_tile(int64_t extent, Make make) {
-  for (int64_t t : {8, 4, 2})
+  for (int64_t t : kTileChoices)
     if (extent % t == 0) {
       auto k = make(t);
       if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;

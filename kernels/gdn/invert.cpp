@@ -35,12 +35,6 @@ IndexMap tile_map() { return IndexMap({axis(0), axis(2), axis(1), constant(0), c
 
 }  // namespace
 
-int64_t default_tile(int64_t extent, int64_t max_tile) {
-  for (int64_t t : {8, 4, 2})
-    if (t <= max_tile && extent % t == 0) return t;
-  return 1;
-}
-
 std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n,
                                             LadderProducts products) {
   s.check();

@@ -10,12 +10,12 @@
 #include <memory>
 
 #include "kernels/gdn/shape.h"
+#include "kernels/tiling.h"
 
 namespace tpusim::kernels::gdn {
 
-// MaxText's tile choice for the ladder's chunks and the scan's heads (`_head_tile`): the first of
-// 8, 4, 2 that is at most `max_tile` and divides `extent`, else 1.
-int64_t default_tile(int64_t extent, int64_t max_tile = 8);
+// MaxText's tile choice for the ladder's chunks and the scan's heads (kernels/tiling.h).
+using kernels::default_tile;
 
 // How the ladder's products are formed: the kernel's manual bf16x3, or (to show why it does that)
 // a single Mosaic-default f32 dot, which rounds both operands to bf16.

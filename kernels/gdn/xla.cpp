@@ -292,13 +292,8 @@ Program xla_solve_triangular(const GdnShape& s) {
   // Like every XLA fusion, the tiles are as large as the scoped VMEM allows (chunks first, then
   // heads): small tiles would leave each iteration's 8.5 GB carry stream latency-bound.
   const int64_t N = s.chunks();
-  int64_t tb = 1;
-  for (int64_t t : {8, 4, 2})
-    if (N % t == 0) {
-      tb = t;
-      break;
-    }
-  for (int64_t hb : {8, 4, 2})
+  const int64_t tb = default_tile(N);
+  for (int64_t hb : kTileChoices)
     if (s.heads % hb == 0) {
       Program p = solve_triangular_tiled(s, tb, hb);
       if (fits_xla_budget(p)) return p;

@@ -10,85 +10,113 @@ namespace tpusim {
 
 using A = Activation;
 
-std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
+namespace {
+
+constexpr int64_t kBf16 = byte_size(DType::bf16), kF32 = byte_size(DType::f32);
+// The FSDP all-gather holds the running layer's weights and the next layer's, prefetched.
+constexpr int64_t kGatheredLayers = 2;
+
+// Parameters, gradients and AdamW moments (sharded), and the saved layer inputs.
+void persistent_items(const StepConfig& c, const LocalSizes& l, int64_t Et,
+                      std::vector<MemoryItem>& items) {
   const ModelConfig& m = c.model;
   const int64_t shards = c.mesh.weight_shards(), P = m.params();
-  const int64_t M = l.tokens, E = m.d_model;
-  // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
-  // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
-  // its 95 GiB), so each chip holds E / tensor columns of them.
-  const int64_t Et = E / c.mesh.tensor;
-  std::vector<MemoryItem> items;
   const std::string wt(name(c.weight_dtype));
   const int64_t wb = byte_size(c.weight_dtype);
   items.push_back({fmt::format("parameters ({}, sharded)", wt), wb * P / shards});
   items.push_back({fmt::format("gradients ({}, sharded)", wt), wb * P / shards});
   items.push_back({fmt::format("AdamW moments (2 x {}, sharded)", wt), 2 * wb * P / shards});
-  const RematPolicy& keep = c.remat;
-  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, M, Et),
-                   m.layers * M * Et * 2, keep[A::decoder_layer_input] != Placement::offload});
-  // The policy's named tensors, bf16, per layer kind (the GDN layer names only its MLP's).
-  const int64_t Dh = m.head_dim;
+  items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, l.tokens, Et),
+                   m.layers * l.tokens * Et * kBf16,
+                   c.remat[A::decoder_layer_input] != Placement::offload});
+}
+
+// The policy's named tensors, bf16, per layer kind (the GDN layer names only its MLP's): on
+// device and offloaded.
+void saved_activations(const StepConfig& c, const LocalSizes& l, int64_t Et,
+                       std::vector<MemoryItem>& items) {
+  const ModelConfig& m = c.model;
+  const int64_t M = l.tokens, Dh = m.head_dim;
   auto bytes_of = [&](Activation a) -> int64_t {
     switch (a) {
       case A::query_proj:
       case A::context:  // the attention output, and its f32 log-sum-exp per head
-        return M * l.q_heads * Dh * 2 + (a == A::context ? M * l.q_heads * 4 : 0);
+        return M * l.q_heads * Dh * kBf16 + (a == A::context ? M * l.q_heads * kF32 : 0);
       case A::key_proj:
       case A::value_proj:
-        return M * l.kv_heads * Dh * 2;
+        return M * l.kv_heads * Dh * kBf16;
       case A::out_proj:
       case A::mlpwo:
-        return M * Et * 2;
+        return M * Et * kBf16;
       case A::mlpwi_0:
-        return M * l.mlp * 2;
+        return M * l.mlp * kBf16;
       case A::mlpwi_1:
-        return m.swiglu ? M * l.mlp * 2 : 0;
+        return m.swiglu ? M * l.mlp * kBf16 : 0;
       case A::decoder_layer_input:
-        return 0;  // listed above
+        return 0;  // a persistent item
     }
     return 0;
   };
   int64_t saved[2] = {0, 0};  // on device, offloaded
   for (int i = 1; i < kNumActivations; ++i) {
     const auto a = static_cast<Activation>(i);
-    if (!keep.saved(a)) continue;
+    if (!c.remat.saved(a)) continue;
     const bool mlp = a == A::mlpwi_0 || a == A::mlpwi_1 || a == A::mlpwo;
     const int64_t layers = mlp ? m.layers : m.attention_layers();
-    saved[keep[a] == Placement::offload] += layers * bytes_of(a);
+    saved[c.remat[a] == Placement::offload] += layers * bytes_of(a);
   }
   if (saved[0] > 0) items.push_back({"activations saved by the remat policy", saved[0]});
   if (saved[1] > 0)
     items.push_back({"activations saved by the remat policy", saved[1], /*on_device=*/false});
+}
+
+// A GDN layer's core arrays and residuals beyond the dense working set.
+int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
+  const kernels::gdn::GdnShape g = gdn_shape(c, l);
+  const int64_t B = g.batch, N = g.chunks(), H = g.heads, C = g.chunk, D = g.dk;
+  const int64_t chunk_arrays =
+      B * N * H * C * D * kBf16 * 5 + B * N * H * C * C * kF32 * 2;  // w u q k v, S and A
+  const int64_t residuals =
+      c.gdn.build == kernels::gdn::Build::main
+          ? N * B * H * kF32 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
+          : B * N * H * D * D * kF32;                                   // h_saved
+  // Context parallelism: the local fold's carries (A, B) stacked per chunk for its backward.
+  const int64_t cp_carries = c.mesh.context > 1 ? N * B * H * (D * D + D * g.dv) * kF32 : 0;
+  return chunk_arrays + residuals + cp_carries;
+}
+
+}  // namespace
+
+std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
+  const ModelConfig& m = c.model;
+  const int64_t M = l.tokens, Dh = m.head_dim;
+  // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
+  // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
+  // its 95 GiB), so each chip holds E / tensor columns of them.
+  const int64_t Et = m.d_model / c.mesh.tensor;
+  std::vector<MemoryItem> items;
+  persistent_items(c, l, Et, items);
+  saved_activations(c, l, Et, items);
   // The backward working set of one layer: its recomputed activations and kernel residuals.
   // Under context parallelism the attention backward also holds the gathered keys and values
   // (bf16) and their gradients (f32) for the whole sequence.
   const int64_t gathered_kv =
-      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * Dh * 2 * (2 + 4) : 0;
+      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * Dh * 2 * (kBf16 + kF32) : 0;
   const int64_t dense_ws =
-      M * 2 * (4 * Et + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
+      M * kBf16 *
+          (4 * Et + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
       (m.attention_layers() > 0 ? gathered_kv : 0);
-  int64_t gdn_ws = 0;
-  if (m.gdn_layers() > 0) {
-    const kernels::gdn::GdnShape g = gdn_shape(c, l);
-    const int64_t B = g.batch, N = g.chunks(), H = g.heads, C = g.chunk, D = g.dk;
-    const int64_t chunk_arrays =
-        B * N * H * C * D * 2 * 5 + B * N * H * C * C * 4 * 2;  // w u q k v, S and A
-    const int64_t residuals =
-        c.gdn.build == kernels::gdn::Build::main
-            ? N * B * H * 4 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
-            : B * N * H * D * D * 4;                                   // h_saved
-    // Context parallelism: the local fold's carries (A, B) stacked per chunk for its backward.
-    const int64_t cp_carries = c.mesh.context > 1 ? N * B * H * (D * D + D * g.dv) * 4 : 0;
-    gdn_ws = dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + chunk_arrays + residuals +
-             cp_carries;
-  }
+  const int64_t gdn_ws =
+      m.gdn_layers() > 0
+          ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)
+          : 0;
   const int64_t gathered =
-      2 * std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
-      c.mesh.tensor * 2;
+      kGatheredLayers *
+      std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
+      c.mesh.tensor * kBf16;
   // The logits dot writes bf16 (its cross-entropy fusion upcasts on the fly) and the gradient
   // comes back bf16: f32 copies of both would not fit the measured C3 #1 and #7 runs in 32 GiB.
-  const int64_t logits = M / c.vocab_tiles * (m.vocab / c.mesh.tensor) * 2 * 2;
+  const int64_t logits = M / c.vocab_tiles * (m.vocab / c.mesh.tensor) * 2 * kBf16;
   const int64_t layer_ws = std::max(dense_ws, gdn_ws) + gathered;
   if (layer_ws >= logits) {
     items.push_back(
