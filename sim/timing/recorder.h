@@ -60,7 +60,6 @@ class Recorder {
                          .item = item,
                          .cause = cause});
   }
-  bool keep_events() const { return keep_events_; }
 
   void move_into(RunResult& r);
 

@@ -28,7 +28,6 @@ inline constexpr int kNumCauses = 9;
 std::string_view name(Cause c);
 
 enum class UnitKind : uint8_t { scalar, mxu, vpu, eup, dma, hbm, ici };
-inline constexpr int kNumUnitKinds = 7;
 std::string_view name(UnitKind k);  // "scalar", "mxu", ...
 
 struct UnitInfo {

@@ -36,7 +36,8 @@ class TensorCore : public sc_core::sc_module {
   SC_HAS_PROCESS(TensorCore);
   TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chip, Recorder& rec, Hbm& hbm);
 
-  // Starts `work` at the current time; `on_done` is called when the core has finished it.
+  // Starts `work` at the current time; when the core has finished it, it decrements
+  // `*remaining` and notifies `all_done` once that reaches zero.
   void start(const CoreWork& work, KernelCounters* counters, sc_core::sc_event* all_done,
              int* remaining);
   CoreAccount& account() { return account_; }
