@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/scenario.h"
+#include "models/chip_loader.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
+#include "sim/timing/engine.h"
 
 namespace tpusim {
 
@@ -38,79 +40,137 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
   }
 }
 
+const std::vector<SweepMetric> kStepMetrics = {{"step_time_s"},
+                                               {"tokens_per_s_per_chip"},
+                                               {"tflops_per_chip"},
+                                               {"mfu"},
+                                               {"peak_hbm_bytes", SweepMetric::Kind::integer},
+                                               {"fits_hbm", SweepMetric::Kind::boolean}};
+const std::vector<SweepMetric> kKernelMetrics = {{"time_s"},
+                                                 {"tflops_per_s"},
+                                                 {"hbm_bytes", SweepMetric::Kind::integer},
+                                                 {"vmem_peak_bytes", SweepMetric::Kind::integer}};
+
+std::vector<double> point_metrics(const Sweep& s, const SweepPoint& p) {
+  if (s.kernel) {
+    const ChipSpec chip = load_chip(p.chip);
+    const RunResult r = simulate(chip, s.kernel->program(chip, p.knobs));
+    return {r.time_s, r.flops / r.time_s / 1e12, static_cast<double>(r.hbm_bytes()),
+            static_cast<double>(r.vmem_peak_bytes)};
+  }
+  const StepPrediction pred = predict_step(load_scenario(p.scenario, s.base_file).step);
+  return {pred.step_time_s,
+          pred.tokens_per_s_per_chip,
+          pred.tflops_per_s_per_chip,
+          pred.mfu,
+          static_cast<double>(pred.peak_hbm_bytes),
+          pred.fits_hbm ? 1.0 : 0.0};
+}
+
 PointResult run_point(const Sweep& s, const SweepPoint& p) {
   PointResult r;
   r.index = p.index;
+  r.metrics.assign(s.metrics().size(), 0);
   try {
-    const StepPrediction pred = predict_step(load_scenario(p.scenario, s.base_file).step);
+    r.metrics = point_metrics(s, p);
     r.ok = true;
-    r.step_time_s = pred.step_time_s;
-    r.tokens_per_s_per_chip = pred.tokens_per_s_per_chip;
-    r.tflops_per_chip = pred.tflops_per_s_per_chip;
-    r.mfu = pred.mfu;
-    r.peak_hbm_bytes = pred.peak_hbm_bytes;
-    r.fits_hbm = pred.fits_hbm;
   } catch (const Error& e) {
     r.error = e.what();
   }
   return r;
 }
 
-nlohmann::json to_json(const PointResult& r) {
-  return {{"index", r.index},
-          {"ok", r.ok},
-          {"error", r.error},
-          {"step_time_s", r.step_time_s},
-          {"tokens_per_s_per_chip", r.tokens_per_s_per_chip},
-          {"tflops_per_chip", r.tflops_per_chip},
-          {"mfu", r.mfu},
-          {"peak_hbm_bytes", r.peak_hbm_bytes},
-          {"fits_hbm", r.fits_hbm}};
+nlohmann::json metric_json(const SweepMetric& m, double v) {
+  switch (m.kind) {
+    case SweepMetric::Kind::integer:
+      return static_cast<long long>(v);
+    case SweepMetric::Kind::boolean:
+      return v != 0;
+    case SweepMetric::Kind::number:
+      break;
+  }
+  return v;
 }
 
-PointResult from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const Sweep& s, const PointResult& r) {
+  nlohmann::json j = {{"index", r.index}, {"ok", r.ok}, {"error", r.error}};
+  for (size_t m = 0; m < s.metrics().size(); ++m)
+    j[s.metrics()[m].name] = metric_json(s.metrics()[m], r.metrics[m]);
+  return j;
+}
+
+PointResult from_json(const Sweep& s, const nlohmann::json& j) {
   PointResult r;
   r.index = j["index"];
   r.ok = j["ok"];
   r.error = j["error"];
-  r.step_time_s = j["step_time_s"];
-  r.tokens_per_s_per_chip = j["tokens_per_s_per_chip"];
-  r.tflops_per_chip = j["tflops_per_chip"];
-  r.mfu = j["mfu"];
-  r.peak_hbm_bytes = j["peak_hbm_bytes"];
-  r.fits_hbm = j["fits_hbm"];
+  for (const SweepMetric& m : s.metrics())
+    r.metrics.push_back(m.kind == SweepMetric::Kind::boolean ? double(j[m.name].get<bool>())
+                                                             : j[m.name].get<double>());
   return r;
 }
 
-}  // namespace
+// The points of the cartesian product of `values` (one list per axis, the last axis fastest);
+// `make(index, choice)` builds a point from one value index per axis.
+template <typename Make>
+void expand(Sweep& s, const std::vector<size_t>& sizes, Make make) {
+  std::vector<size_t> at(sizes.size(), 0);
+  for (int index = 0;; ++index) {
+    s.points.push_back(make(index, at));
+    int a = static_cast<int>(sizes.size()) - 1;
+    for (; a >= 0; --a) {
+      if (++at[a] < sizes[a]) break;
+      at[a] = 0;
+    }
+    if (a < 0) break;
+  }
+}
 
-Sweep load_sweep(const std::string& file) {
-  const YamlMap top(file, yaml_load_file(file), "", {"name", "base", "axes"});
+// The axes mapping: a non-empty list of values per axis; `valid(axis, key node)` checks the name.
+std::vector<std::vector<YAML::Node>> axis_values(
+    const YamlMap& top, Sweep& s,
+    const std::function<void(const std::string&, const YAML::Node&)>& valid) {
   const YAML::Node axes = top.need("axes");
   if (!axes.IsMap() || axes.size() == 0)
     top.fail("axes", "expected a mapping of key paths to lists of values");
-  Sweep s;
-  s.file = file;
-  s.name = top.string("name", fs::path(file).stem().string());
-  s.base_file = (fs::path(file).parent_path() / top.string("base")).lexically_normal().string();
-  const YAML::Node base = yaml_load_file(s.base_file);
-  load_scenario(base, s.base_file);  // the base itself must be valid
   std::vector<std::vector<YAML::Node>> values;
   for (const auto& kv : axes) {
-    const std::string axis = yaml_as<std::string>(file, kv.first, "axes", "a string key");
-    if (!is_scenario_key(axis))
-      yaml_fail(
-          file, kv.first, "axes." + axis,
-          "not a key of a scenario file (docs/step_model.md lists them), so no point could run");
+    const std::string axis = yaml_as<std::string>(s.file, kv.first, "axes", "a string key");
+    valid(axis, kv.first);
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      yaml_fail(file, kv.second, "axes." + axis, "expected a non-empty list of values");
+      yaml_fail(s.file, kv.second, "axes." + axis, "expected a non-empty list of values");
     s.axes.push_back(axis);
     std::vector<YAML::Node> v;
     for (const auto& x : kv.second) v.push_back(x);
     values.push_back(v);
   }
-  std::vector<size_t> at(values.size(), 0);
-  for (int index = 0;; ++index) {
+  return values;
+}
+
+std::vector<size_t> sizes_of(const std::vector<std::vector<YAML::Node>>& values) {
+  std::vector<size_t> sizes;
+  for (const auto& v : values) sizes.push_back(v.size());
+  return sizes;
+}
+
+// A knob's value from YAML, typed by the catalog; its range is checked with the point.
+kernels::KnobValue knob_value(const std::string& file, const kernels::Knob& k, const YAML::Node& n,
+                              const std::string& path) {
+  if (k.type == kernels::Knob::Type::integer) return yaml_as<int64_t>(file, n, path, "an integer");
+  return yaml_as<std::string>(file, n, path, "a string");
+}
+
+void load_scenario_sweep(const YamlMap& top, Sweep& s) {
+  s.base_file = (fs::path(s.file).parent_path() / top.string("base")).lexically_normal().string();
+  const YAML::Node base = yaml_load_file(s.base_file);
+  load_scenario(base, s.base_file);  // the base itself must be valid
+  const auto values = axis_values(top, s, [&](const std::string& axis, const YAML::Node& at) {
+    if (!is_scenario_key(axis))
+      yaml_fail(
+          s.file, at, "axes." + axis,
+          "not a key of a scenario file (docs/step_model.md lists them), so no point could run");
+  });
+  expand(s, sizes_of(values), [&](int index, const std::vector<size_t>& at) {
     SweepPoint p;
     p.index = index;
     p.scenario = YAML::Clone(base);
@@ -119,13 +179,80 @@ Sweep load_sweep(const std::string& file) {
       p.values.push_back(YAML::Dump(values[a][at[a]]));
     }
     p.scenario["name"] = fmt::format("{}-{}", s.name, index);
-    s.points.push_back(p);
-    int a = static_cast<int>(values.size()) - 1;
-    for (; a >= 0; --a) {
-      if (++at[a] < values[a].size()) break;
-      at[a] = 0;
+    return p;
+  });
+}
+
+void load_kernel_sweep(const YamlMap& top, Sweep& s) {
+  const std::string name = top.string("kernel");
+  try {
+    s.kernel = &kernels::find_kernel(name);
+  } catch (const Error& e) {
+    top.fail("kernel", e.what());
+  }
+  const kernels::CatalogEntry& e = *s.kernel;
+  SweepPoint base;
+  base.chip = top.string("chip", "v5e");
+  base.knobs = e.defaults();
+  if (top.has("knobs")) {
+    std::vector<std::string> names;
+    for (const kernels::Knob& k : e.knobs) names.push_back(k.name);
+    const YamlMap knobs = top.map("knobs", names, "knob of " + e.name);
+    for (const kernels::Knob& k : e.knobs)
+      if (knobs.has(k.name))
+        base.knobs.set(k.name, knob_value(s.file, k, knobs.node(k.name), "knobs." + k.name));
+  }
+  const auto values = axis_values(top, s, [&](const std::string& axis, const YAML::Node& at) {
+    if (axis == "chip") return;
+    try {
+      e.knob(axis);
+    } catch (const Error& err) {
+      yaml_fail(s.file, at, "axes." + axis, err.what());
     }
-    if (a < 0) break;
+  });
+  expand(s, sizes_of(values), [&](int index, const std::vector<size_t>& at) {
+    SweepPoint p = base;
+    p.index = index;
+    for (size_t a = 0; a < values.size(); ++a) {
+      const YAML::Node& v = values[a][at[a]];
+      const std::string path = fmt::format("axes.{}", s.axes[a]);
+      if (s.axes[a] == "chip")
+        p.chip = yaml_as<std::string>(s.file, v, path, "a chip name");
+      else
+        p.knobs.set(e.knob(s.axes[a]).name, knob_value(s.file, e.knob(s.axes[a]), v, path));
+      p.values.push_back(YAML::Dump(v));
+    }
+    return p;
+  });
+}
+
+}  // namespace
+
+const std::vector<SweepMetric>& Sweep::metrics() const {
+  return kernel ? kKernelMetrics : kStepMetrics;
+}
+
+double PointResult::metric(const Sweep& s, const std::string& name) const {
+  for (size_t m = 0; m < s.metrics().size(); ++m)
+    if (s.metrics()[m].name == name) return metrics.at(m);
+  throw Error(fmt::format("sweep {} has no metric '{}'", s.name, name));
+}
+
+Sweep load_sweep(const std::string& file) {
+  const YamlMap top(file, yaml_load_file(file), "",
+                    {"name", "base", "kernel", "chip", "knobs", "axes"});
+  Sweep s;
+  s.file = file;
+  s.name = top.string("name", fs::path(file).stem().string());
+  if (top.has("kernel") == top.has("base"))
+    top.fail(top.has("kernel") ? "kernel" : "base",
+             "a sweep has either a base scenario (base:) or a catalog kernel (kernel:)");
+  if (top.has("kernel")) {
+    load_kernel_sweep(top, s);
+  } else {
+    for (const char* key : {"chip", "knobs"})
+      if (top.has(key)) top.fail(key, "only a kernel sweep takes it; a scenario sets its own");
+    load_scenario_sweep(top, s);
   }
   return s;
 }
@@ -160,7 +287,7 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
         close(fd[0]);
         FILE* out = fdopen(fd[1], "w");
         for (size_t i = w; i < mine.size(); i += jobs) {
-          std::fputs((to_json(run_point(s, *mine[i])).dump() + "\n").c_str(), out);
+          std::fputs((to_json(s, run_point(s, *mine[i])).dump() + "\n").c_str(), out);
           std::fflush(out);
         }
         std::fclose(out);
@@ -187,7 +314,7 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
         }
         partial[w].append(buf, n);
         for (size_t nl; (nl = partial[w].find('\n')) != std::string::npos;) {
-          const PointResult r = from_json(nlohmann::json::parse(partial[w].substr(0, nl)));
+          const PointResult r = from_json(s, nlohmann::json::parse(partial[w].substr(0, nl)));
           results[r.index] = r;
           partial[w].erase(0, nl + 1);
           progress(static_cast<int>(results.size()), total);
@@ -208,28 +335,44 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
 std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results) {
   std::string out = "index";
   for (const std::string& a : s.axes) out += "," + a;
-  out += ",step_time_s,tokens_per_s_per_chip,tflops_per_chip,mfu,peak_hbm_bytes,fits_hbm,error\n";
+  for (const SweepMetric& m : s.metrics()) out += "," + m.name;
+  out += ",error\n";
   for (const PointResult& r : results) {
     out += std::to_string(r.index);
     for (const std::string& v : s.points[r.index].values) out += "," + v;
-    std::string err = r.error;
-    for (char& c : err)
-      if (c == '"') c = '\'';
-    out += r.ok ? fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g},{},{},\n", r.step_time_s,
-                              r.tokens_per_s_per_chip, r.tflops_per_chip, r.mfu, r.peak_hbm_bytes,
-                              r.fits_hbm ? "true" : "false")
-                : fmt::format(",,,,,,,\"{}\"\n", err);
+    if (!r.ok) {
+      std::string err = r.error;
+      for (char& c : err)
+        if (c == '"') c = '\'';
+      out += std::string(s.metrics().size() + 1, ',') + "\"" + err + "\"\n";
+      continue;
+    }
+    for (size_t m = 0; m < s.metrics().size(); ++m) {
+      const double v = r.metrics[m];
+      switch (s.metrics()[m].kind) {
+        case SweepMetric::Kind::integer:
+          out += fmt::format(",{}", static_cast<long long>(v));
+          break;
+        case SweepMetric::Kind::boolean:
+          out += v != 0 ? ",true" : ",false";
+          break;
+        case SweepMetric::Kind::number:
+          out += fmt::format(",{:.6g}", v);
+      }
+    }
+    out += ",\n";
   }
   return out;
 }
 
 std::string sweep_json(const Sweep& s, const std::vector<PointResult>& results) {
-  nlohmann::json j = {{"sweep", s.name},
-                      {"base", s.base_file},
-                      {"axes", s.axes},
-                      {"points", nlohmann::json::array()}};
+  nlohmann::json j = {{"sweep", s.name}, {"axes", s.axes}, {"points", nlohmann::json::array()}};
+  if (s.kernel)
+    j["kernel"] = s.kernel->name;
+  else
+    j["base"] = s.base_file;
   for (const PointResult& r : results) {
-    nlohmann::json p = to_json(r);
+    nlohmann::json p = to_json(s, r);
     nlohmann::json values = nlohmann::json::object();
     for (size_t a = 0; a < s.axes.size(); ++a) values[s.axes[a]] = s.points[r.index].values[a];
     p["values"] = values;

@@ -1,13 +1,21 @@
-// Sweeps: a base scenario expanded over axes (the cartesian product, in file order), run in
-// parallel worker processes (SystemC is one simulation per process), optionally one shard of the
-// points, with a progress bar; results as CSV and JSON. A point that cannot run (a kernel over
-// VMEM, an impossible mesh) is recorded with its error and the sweep goes on.
+// Sweeps: a base expanded over axes (the cartesian product, in file order), run in parallel
+// worker processes (SystemC is one simulation per process), optionally one shard of the points,
+// with a progress bar; results as CSV and JSON. A point that cannot run (a kernel over VMEM, an
+// impossible mesh) is recorded with its error and the sweep goes on. The base is a training-step
+// scenario (axes: its keys) or a kernel of the catalog (axes: its knobs and `chip`):
 //
 //   base: ../examples/gdn_heads_vs_ladder_v6e-8.yaml   # relative to the sweep file
 //   axes:
 //     chip: [v5e, v6e, v5p]
 //     gdn.chunk: [64, 128, 256]
 //     gdn.head_tile_fwd: [1, 2, 4, 8]
+//
+//   kernel: gdn-invert            # any `tpusim kernel` name
+//   chip: v5e                     # optional (default v5e)
+//   knobs: {seq: 8192}            # optional: the base's knob values (default: the catalog's)
+//   axes:
+//     tile-n: [1, 2, 4, 8]
+//     chip: [v5e, v6e]
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -15,18 +23,31 @@
 #include <string>
 #include <vector>
 
+#include "kernels/catalog.h"
+
 namespace tpusim {
 
 struct SweepPoint {
   int index = 0;
   std::vector<std::string> values;  // one per axis
-  YAML::Node scenario;
+  YAML::Node scenario;              // a scenario sweep's point
+  kernels::KnobValues knobs;        // a kernel sweep's point
+  std::string chip;
+};
+
+// What a point reports: a name and how it is written (CSV text, JSON type).
+struct SweepMetric {
+  enum class Kind { number, integer, boolean };
+  std::string name;
+  Kind kind = Kind::number;
 };
 
 struct Sweep {
   std::string file, name, base_file;
+  const kernels::CatalogEntry* kernel = nullptr;  // a kernel sweep (else a scenario sweep)
   std::vector<std::string> axes;
   std::vector<SweepPoint> points;
+  const std::vector<SweepMetric>& metrics() const;
 };
 
 Sweep load_sweep(const std::string& file);
@@ -35,9 +56,9 @@ struct PointResult {
   int index = 0;
   bool ok = false;
   std::string error;
-  double step_time_s = 0, tokens_per_s_per_chip = 0, tflops_per_chip = 0, mfu = 0;
-  long long peak_hbm_bytes = 0;
-  bool fits_hbm = false;
+  std::vector<double> metrics;  // one per Sweep::metrics()
+  // The value of a metric by name (throws Error for an unknown one).
+  double metric(const Sweep& s, const std::string& name) const;
 };
 
 // Runs the points whose index i has i % shard_count == shard_index, in `jobs` worker processes;

@@ -11,6 +11,7 @@
 #include "app/scenario.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
+#include "sim/timing/engine.h"
 
 namespace tpusim {
 namespace {
@@ -70,7 +71,8 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
       EXPECT_EQ(r.index % 3, i);
       EXPECT_TRUE(seen.insert(r.index).second);
       EXPECT_EQ(r.ok, all[r.index].ok);
-      EXPECT_EQ(r.step_time_s, all[r.index].step_time_s);  // bit-identical: deterministic engine
+      EXPECT_EQ(r.metric(s, "step_time_s"),
+                all[r.index].metric(s, "step_time_s"));  // bit-identical: deterministic engine
       EXPECT_EQ(r.error, all[r.index].error);
     }
   EXPECT_EQ(seen.size(), 12u);
@@ -81,6 +83,53 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
             "index,seq,batch_per_chip,mesh.tensor,step_time_s,tokens_per_s_per_chip,tflops_per_"
             "chip,mfu,peak_hbm_bytes,"
             "fits_hbm,error");
+}
+
+// A sweep over a catalog kernel's knobs and chips: axes are knob names (checked against the
+// catalog), every point is the kernel the CLI would build with those knobs.
+std::string write_kernel_sweep(const std::string& axes) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tpusim_sweep_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "k.yaml") << "name: k\nkernel: gdn-invert\nknobs: {seq: 1024}\naxes:\n" +
+                                       axes;
+  return (dir / "k.yaml").string();
+}
+
+TEST(Sweep, KernelSweepsVaryCatalogKnobsAndChips) {
+  const Sweep s = load_sweep(write_kernel_sweep("  chip: [v5e, v6e]\n  tile-n: [2, 3, 8]\n"));
+  ASSERT_EQ(s.points.size(), 6u);
+  EXPECT_EQ(s.points[4].chip, "v6e");
+  EXPECT_EQ(s.points[4].knobs.integer("tile-n"), 3);
+  EXPECT_EQ(s.points[4].knobs.integer("seq"), 1024);
+  const auto results = run_sweep(s, 1, 0, 1, [](int, int) {});
+  for (const PointResult& r : results) {
+    const SweepPoint& p = s.points[r.index];
+    // tile_n 3 does not divide the 8 chunks: those points fail with the ladder's error.
+    EXPECT_EQ(r.ok, p.knobs.integer("tile-n") != 3) << r.error;
+    if (!r.ok) continue;
+    const ChipSpec chip = load_chip(p.chip);
+    const double direct = simulate(chip, s.kernel->program(chip, p.knobs)).time_s;
+    EXPECT_EQ(r.metric(s, "time_s"), direct);
+  }
+  EXPECT_EQ(results[1].error, "GDN inversion ladder: tile_n 3 must divide the 8 chunks");
+  const std::string csv = sweep_csv(s, results);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "index,chip,tile-n,time_s,tflops_per_s,hbm_bytes,vmem_peak_bytes,error");
+}
+
+TEST(Sweep, KernelSweepAxesMustBeKnobsOfTheKernel) {
+  try {
+    load_sweep(write_kernel_sweep("  head-tile: [1, 2]\n"));
+    FAIL() << "gdn-invert has no head tile";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("k.yaml:5:3: key 'axes.head-tile': kernel gdn-invert has "
+                                         "no knob 'head-tile'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
