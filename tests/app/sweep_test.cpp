@@ -18,13 +18,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string write_sweep() {
-  // One folder per test: ctest runs the test cases in parallel processes.
+// One folder per test: ctest runs the test cases in parallel processes.
+fs::path test_dir() {
   const fs::path dir =
       fs::temp_directory_path() /
       ("tpusim_sweep_" +
        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
+  return dir;
+}
+
+std::string write_sweep() {
+  const fs::path dir = test_dir();
   std::ofstream(dir / "base.yaml")
       << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
   std::ofstream(dir / "sweep.yaml")
@@ -88,11 +93,7 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
 // A sweep over a catalog kernel's knobs and chips: axes are knob names (checked against the
 // catalog), every point is the kernel the CLI would build with those knobs.
 std::string write_kernel_sweep(const std::string& axes) {
-  const fs::path dir =
-      fs::temp_directory_path() /
-      ("tpusim_sweep_" +
-       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-  fs::create_directories(dir);
+  const fs::path dir = test_dir();
   std::ofstream(dir / "k.yaml") << "name: k\nkernel: gdn-invert\nknobs: {seq: 1024}\naxes:\n" +
                                        axes;
   return (dir / "k.yaml").string();

@@ -9,18 +9,12 @@
 #include "models/chip_loader.h"
 #include "sim/error.h"
 #include "sim/timing/engine.h"
+#include "tests/error_of.h"
 
 namespace tpusim::kernels {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tpusim::testing::error_of;
 
 TEST(Catalog, EveryKernelBuildsAtItsDefaultsOnEveryChip) {
   ASSERT_GE(catalog().size(), 9u);

@@ -5,18 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "sim/error.h"
+#include "tests/error_of.h"
 
 namespace tpusim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tpusim::testing::error_of;
 
 YamlMap read(const std::string& text) {
   return YamlMap("f.yaml", YAML::Load(text), "", {"a", "b", "rows", "sub"});
