@@ -16,11 +16,9 @@ namespace {
 
 using namespace tpusim;
 
+// The kernel's index in the catalog; throws Error listing the kernels.
 int catalog_index(const std::string& name) {
-  const auto& entries = kernels::catalog();
-  for (size_t i = 0; i < entries.size(); ++i)
-    if (entries[i].name == name) return static_cast<int>(i);
-  return -1;
+  return static_cast<int>(&kernels::find_kernel(name) - kernels::catalog().data());
 }
 
 }  // namespace
@@ -51,24 +49,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tpusim-gui: error: %s\n", what.c_str());
     return 2;
   };
-  const int main_kernel = catalog_index(kernel);
-  if (main_kernel < 0) return fail("unknown --kernel '" + kernel + "'");
-  w.knobs.main = gui::switch_kernel(main_kernel, {});
-  knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
-  if (!compare.empty()) {
-    const int c = catalog_index(compare);
-    if (c < 0) return fail("unknown --compare '" + compare + "'");
-    w.knobs.compare = gui::switch_kernel(c, w.knobs.main.knobs);
-    knobs.apply(w.knobs.compare->entry(), w.knobs.compare->knobs);
-    if (!compare_build.empty()) w.knobs.compare->knobs.set("build", compare_build);
-  }
-  const std::vector<std::string> builds = kernels::gdn::build_names();
-  if (!step_build.empty()) {
-    const auto it = std::find(builds.begin(), builds.end(), step_build);
-    if (it == builds.end()) return fail("unknown --step-build '" + step_build + "'");
-    w.step_build = static_cast<int>(it - builds.begin());
-  }
   try {
+    w.knobs.main = gui::switch_kernel(catalog_index(kernel), {});
+    knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
+    if (!compare.empty()) {
+      w.knobs.compare = gui::switch_kernel(catalog_index(compare), w.knobs.main.knobs);
+      knobs.apply(w.knobs.compare->entry(), w.knobs.compare->knobs);
+      if (!compare_build.empty()) w.knobs.compare->knobs.set("build", compare_build);
+    }
+    if (!step_build.empty()) w.step_build = kernels::gdn::parse_build(step_build);
     w.knobs.main.entry().check(w.knobs.main.knobs);
     if (w.knobs.compare) w.knobs.compare->entry().check(w.knobs.compare->knobs);
   } catch (const Error& e) {

@@ -17,9 +17,10 @@ bool knobs_panel(Knobs& k, const std::vector<std::string>& chips);
 void run_panel(const Outcome& o);
 
 // A scenario's training step: time, throughput, HBM, parts and predicted against measured (or
-// the error). `step_build` (-1: the file's build) is the GDN build the step runs in; returns true
+// the error). `step_build` (none: the file's build) is the GDN build the step runs in; returns true
 // when the user picked another.
-bool step_panel(const std::string& file, const Outcome& o, int& step_build);
+bool step_panel(const std::string& file, const Outcome& o,
+                std::optional<kernels::gdn::Build>& step_build);
 
 // A small file browser in a popup: folders and *.yaml files of `dir`. Returns true with `file`
 // set when a scenario file was picked.

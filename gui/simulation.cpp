@@ -49,14 +49,14 @@ Outcome simulate_knobs(const Knobs& k) {
   return o;
 }
 
-Outcome simulate_scenario(const std::string& file, int build) {
+Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build) {
   Outcome o;
   o.scenario = true;
   try {
     Scenario s = load_scenario(file);
     const kernels::gdn::Build as_measured = s.step.gdn.build;
-    if (build >= 0) {
-      s.step.gdn.build = kernels::gdn::kBuilds[build];
+    if (build) {
+      s.step.gdn.build = *build;
       check(s.step);  // e.g. a kernel build under context parallelism
     }
     o.step = predict_step(s.step);

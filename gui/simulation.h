@@ -9,6 +9,7 @@
 #include "app/step_report.h"
 #include "gui/timeline_view.h"
 #include "kernels/catalog.h"
+#include "kernels/gdn/layer.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
 
@@ -53,8 +54,7 @@ struct Outcome {
 };
 
 Outcome simulate_knobs(const Knobs& k);
-// `build`: an index into kernels::gdn::kBuilds to run the scenario's GDN layers in, or -1 for
-// the file's own.
-Outcome simulate_scenario(const std::string& file, int build);
+// `build`: the build to run the scenario's GDN layers in (none: the file's own).
+Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build);
 
 }  // namespace tpusim::gui

@@ -118,22 +118,23 @@ void run_panel(const Outcome& o) {
   vmem_per_kernel(r);
 }
 
-bool step_panel(const std::string& file, const Outcome& o, int& step_build) {
+bool step_panel(const std::string& file, const Outcome& o,
+                std::optional<kernels::gdn::Build>& step_build) {
   ImGui::Separator();
   ImGui::TextUnformatted(("training step: " + file).c_str());
   // Re-run the step with its GDN layers in another build of the kernel change.
-  const std::vector<std::string> builds = kernels::gdn::build_names();
-  const char* preview = step_build < 0 ? "(as in the file)" : builds.at(step_build).c_str();
+  const std::string preview =
+      step_build ? kernels::gdn::name(*step_build) : std::string("(as in the file)");
   bool changed = false;
   ImGui::SetNextItemWidth(200);
-  if (ImGui::BeginCombo("GDN build of the step", preview)) {
-    if (ImGui::Selectable("(as in the file)", step_build < 0)) {
-      step_build = -1;
+  if (ImGui::BeginCombo("GDN build of the step", preview.c_str())) {
+    if (ImGui::Selectable("(as in the file)", !step_build)) {
+      step_build.reset();
       changed = true;
     }
-    for (int i = 0; i < static_cast<int>(builds.size()); ++i)
-      if (ImGui::Selectable(builds[i].c_str(), i == step_build)) {
-        step_build = i;
+    for (kernels::gdn::Build b : kernels::gdn::kBuilds)
+      if (ImGui::Selectable(kernels::gdn::name(b).c_str(), step_build == b)) {
+        step_build = b;
         changed = true;
       }
     ImGui::EndCombo();

@@ -2,6 +2,7 @@
 // of the shown kernel and the compared one below), results taken from the worker thread as they
 // arrive, and the headless --screenshot mode.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,9 @@ struct WindowOptions {
   Knobs knobs;
   std::vector<std::string> chips;  // the chip menu
   std::string scenario;            // a scenario file whose step is shown ("" for none)
-  int step_build = -1;             // index into kernels::gdn::kBuilds, -1: the file's
-  std::string screenshot;          // render one frame to this PNG and return
-  std::vector<double> window_us;   // initial timeline window FROM TO
+  std::optional<kernels::gdn::Build> step_build;  // none: the file's own
+  std::string screenshot;                         // render one frame to this PNG and return
+  std::vector<double> window_us;                  // initial timeline window FROM TO
 };
 
 // Returns the process exit code (2 when no window could be opened or the PNG not written).

@@ -75,7 +75,7 @@ g::GdnShape gdn_shape_of(const KnobValues& v) {
 
 CatalogEntry gdn_layer_entry() {
   Knob build = Knob::choice("build", g::build_names(), g::name(g::Build::ladder), "GDN build",
-                            "the build of the kernel change: main, scan, heads or ladder");
+                            "the build of the kernel change (MaxText PR #4348)");
   return {"gdn-layer",
           "one GDN layer core, forward + remat forward + backward, for a build of the kernel "
           "change",
@@ -113,8 +113,9 @@ CatalogEntry gdn_scan_backward_entry() {
 
 CatalogEntry gdn_lax_scan_entry() {
   return {"gdn-lax-scan", "the XLA baseline: lax.scan over chunks with the state in HBM",
-          with_shape({Knob::choice("pass", {"fwd", "remat", "bwd"}, "fwd", "pass",
-                                   "fwd, remat (forward stacking residuals) or bwd")}),
+          with_shape({Knob::choice(
+              "pass", {"fwd", "remat", "bwd"}, "fwd", "pass",
+              "the forward, the forward stacking residuals (remat) or the backward")}),
           [](const ChipSpec&, const KnobValues& v) {
             const g::GdnShape s = gdn_shape_of(v);
             const std::string& pass = v.choice("pass");
