@@ -1,16 +1,20 @@
 // `tpusim kernel NAME`: one subcommand per catalog kernel, its flags generated from the knobs;
 // `tpusim gdn-builds`: the four builds side by side for a GDN shape.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 
 #include "app/gdn_report.h"
 #include "app/knob_options.h"
+#include "app/program_import.h"
 #include "app/report.h"
 #include "app/timeline_svg.h"
 #include "cli/commands.h"
 #include "kernels/catalog.h"
 #include "kernels/catalog_entries.h"
 #include "models/chip_loader.h"
+#include "sim/error.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim::cli {
@@ -70,6 +74,47 @@ struct KernelArgs {
   Outputs out;
 };
 
+// `kernel import FILE`: a program exported from JAX (docs/jax_bridge.md), with the functional
+// check against JAX's outputs when asked.
+Command import_command(CLI::App* kernel) {
+  struct Args {
+    std::string file, check, chip = kDefaultChip;
+    Outputs out;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = kernel->add_subcommand(
+      "import", "a program exported from JAX by python -m tpusim_jax export (docs/jax_bridge.md)");
+  c->add_option("file", a->file, "the program JSON")->required();
+  c->add_option("--chip", a->chip, "chip name or chip YAML file")->capture_default_str();
+  c->add_option("--check", a->check,
+                "the check data of the export (--check FILE there): run tpusim's interpreter on "
+                "JAX's inputs and compare the outputs");
+  a->out.add_to(c);
+  return {c, [a] {
+            const ImportedProgram p = import_program(a->file);
+            const ChipSpec chip = load_chip(a->chip);
+            if (!a->check.empty()) {
+              bool ok = true;
+              for (const OutputCheck& r : check_program(p, a->check)) {
+                fmt::print(
+                    "functional check {}: max |error| {:.4g} of max |JAX| {:.4g}, "
+                    "tolerance {:.4g}: {}\n",
+                    r.name, r.max_abs_error, r.max_abs_reference, r.tolerance,
+                    r.ok ? "ok" : "FAILED");
+                ok = ok && r.ok;
+              }
+              if (!ok) throw Error(a->file + ": the functional check failed (see above)");
+            }
+            run_and_report(chip, p.program,
+                           {{"command", "kernel import"},
+                            {"chip", chip.name},
+                            {"file", a->file},
+                            {"program", p.name},
+                            {"source", p.source}},
+                           a->out);
+          }};
+}
+
 }  // namespace
 
 std::vector<Command> kernel_commands(CLI::App& app) {
@@ -91,6 +136,7 @@ std::vector<Command> kernel_commands(CLI::App& app) {
                                          config_json(*a->entry, chip, v), a->out);
                         }});
   }
+  commands.push_back(import_command(kernel));
   return commands;
 }
 

@@ -8,6 +8,7 @@
 
 #include "app/command_line.h"
 #include "app/knob_options.h"
+#include "app/program_import.h"
 #include "gui/window.h"
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
   gui::WindowOptions w;
   std::string kernel = "gdn-scan-fwd", compare, compare_build, step_build;
   w.knobs.chip = "v5e";
-  app.add_option("file", w.scenario, "a scenario YAML (training-step breakdown)");
+  app.add_option("file", w.scenario,
+                 "a scenario YAML (training-step breakdown), or a program exported from JAX "
+                 "(python -m tpusim_jax export), shown as the kernel");
   app.add_option("--screenshot", w.screenshot, "render one frame to this PNG and exit");
   app.add_option("--kernel", kernel, "the kernel shown (any of `tpusim kernel --help`)")
       ->capture_default_str();
@@ -50,6 +53,13 @@ int main(int argc, char** argv) {
     return 2;
   };
   try {
+    if (!w.scenario.empty() && is_program_file(w.scenario)) {
+      // A program from JAX joins the catalog (before anything holds an entry) and is shown.
+      const ImportedProgram p = import_program(w.scenario);
+      kernels::register_kernel(catalog_entry(p));
+      kernel = catalog_entry(p).name;
+      w.scenario.clear();
+    }
     w.knobs.main = gui::switch_kernel(catalog_index(kernel), {});
     knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
     if (!compare.empty()) {

@@ -24,6 +24,7 @@ class YamlMap {
   YAML::Node node(const std::string& key) const { return node_[key]; }  // null when absent
   const YAML::Node& node() const { return node_; }
   const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
   std::string key_path(const std::string& key) const;
 
   // Required values: a missing key fails.

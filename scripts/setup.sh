@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tpusim builds against (../shared/facts/environment.md) that are missing.
-# Safe to run repeatedly: it only calls apt-get when something is absent.
+# Installs the Debian packages tpusim builds against (../shared/facts/environment.md) that are
+# missing, then the JAX bridge's pinned Python packages into .venv (python/requirements.txt).
+# Safe to run repeatedly: it only calls apt-get or pip when something is absent. The C++ core
+# needs no Python: without PyPI the bridge is left out and the tests labelled jax are not built.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python_bridge() {
+  local stamp=.venv/installed-requirements.txt
+  if [ -f "$stamp" ] && cmp -s "$stamp" python/requirements.txt; then return 0; fi
+  command -v python3 >/dev/null || { echo "setup: no python3: the JAX bridge is left out" >&2; return 0; }
+  echo "setup: installing the JAX bridge's Python packages into .venv (about a minute)" >&2
+  python3 -m venv .venv &&
+    .venv/bin/pip install -q -r python/requirements.txt &&
+    echo "$PWD/python" >"$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tpusim_jax.pth" &&
+    cp python/requirements.txt "$stamp" ||
+    echo "setup: could not install python/requirements.txt: the JAX bridge is left out" >&2
+}
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -15,11 +30,12 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "setup: installing ${missing[*]}" >&2
-sudo_cmd=""
-[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo_cmd apt-get update -qq
-$sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+python_bridge

@@ -173,4 +173,30 @@ TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
   EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);
 }
 
+// A program exported from JAX opens as the shown kernel (docs/jax_bridge.md): y = 2x + 1 over
+// [4096, 512] f32 in row blocks, then a row sum, written as the bridge writes it.
+TEST(Gui, ImportedProgramIsShownAsTheKernel) {
+  const fs::path file = fs::temp_directory_path() / "tpusim_gui_program.json";
+  std::ofstream(file) << R"({"format": "tpusim-program", "version": 1, "name": "affine",
+ "items": [{"kernel": {"name": "two_x_plus_one", "origin": "pallas", "grid": [8],
+  "semantics": ["parallel"],
+  "inputs": [{"name": "x", "shape": [4096, 512], "dtype": "f32", "block": [512, 512],
+              "index_map": [{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "outputs": [{"name": "y", "shape": [4096, 512], "dtype": "f32", "block": [512, 512],
+               "index_map": [{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "scratch": [],
+  "ops": [{"op": "elementwise", "fn": "mul", "in": [0], "scalar": 2.0, "out": 2},
+          {"op": "elementwise", "fn": "add", "in": [2], "scalar": 1.0, "out": 3},
+          {"op": "copy", "in": [3], "into": 1}]}}],
+ "outputs": ["y"]})";
+  int status = -1;
+  // The kernel starts after v5e's host dispatch (about 106 us).
+  const Png p = screenshot(file.string() + " --window-us 100 140", &status);
+  EXPECT_EQ(status, 0) << p.log;
+  ASSERT_EQ(p.w, 1600);
+  EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
+  // No error line where the totals start (the stall bar under it is red with DMA waits).
+  EXPECT_LT(red_pixels(p, 340, 10, 1590, 28), 100);
+}
+
 }  // namespace

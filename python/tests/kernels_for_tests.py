@@ -1,0 +1,55 @@
+"""Small Pallas kernels the export tests trace: ones tpusim takes and ones it must refuse."""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def _copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0
+
+
+def squared_index_map(x):
+    """A block index of i * i: not affine in the grid index."""
+    return pl.pallas_call(
+        _copy_kernel,
+        grid=(4,),
+        in_specs=[pl.BlockSpec((8, 128), lambda i: (i * i, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)
+
+
+def work_outside_kernels(x):
+    """XLA work around the kernel (not exported yet)."""
+    return jnp.tanh(x) + 1.0
+
+
+def _sort_kernel(x_ref, o_ref):
+    o_ref[...] = jnp.cumsum(x_ref[...], axis=1)
+
+
+def unsupported_in_body(x):
+    return pl.pallas_call(
+        _sort_kernel,
+        grid=(1,),
+        in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)
+
+
+def _matmul_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+
+def matmul(x, y):
+    """A grid of (64, K) @ (K, 128) blocks, f32 results."""
+    m, n = x.shape[0], y.shape[1]
+    return pl.pallas_call(
+        _matmul_kernel,
+        grid=(m // 64, n // 128),
+        in_specs=[pl.BlockSpec((64, x.shape[1]), lambda i, j: (i, 0)),
+                  pl.BlockSpec((y.shape[0], 128), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((64, 128), lambda i, j: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+    )(x, y)

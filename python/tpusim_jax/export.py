@@ -1,0 +1,320 @@
+"""Turns a traced JAX function into a tpusim program (the JSON of docs/jax_bridge.md).
+
+Every pallas_call becomes a kernel: its grid, dimension semantics, one BlockSpec per operand (block
+shape and the index map, checked to be affine in the grid indices), VMEM scratch, and the body's
+ops translated from the kernel jaxpr. What the translation does not support yet is refused with
+one line naming the primitive and the source line it came from; nothing is guessed.
+"""
+from __future__ import annotations
+
+import random
+
+import jax
+import numpy as np
+from jax._src import source_info_util
+from jax.extend import core as jcore
+
+FORMAT = "tpusim-program"
+VERSION = 1
+
+DTYPES = {"bfloat16": "bf16", "float32": "f32", "int8": "int8", "int32": "s32"}
+PRECISIONS = {None: "default", "DEFAULT": "default", "HIGH": "high", "HIGHEST": "highest"}
+UNARY = {"neg": "neg", "exp": "exp", "log": "log", "tanh": "tanh", "logistic": "logistic",
+         "rsqrt": "rsqrt"}
+BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min"}
+COMMUTATIVE = {"add", "mul", "max", "min"}
+REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max"}
+# Calls whose body is inlined (jnp helpers trace to these).
+CALLS = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+         "custom_vjp_call": "call_jaxpr"}
+
+
+class ExportError(Exception):
+    """A function tpusim cannot take: the message names what and where, on one line."""
+
+
+def where(eqn) -> str:
+    """file:line:column (function) of the user code that made `eqn`, the file by its base name."""
+    text = source_info_util.summarize(eqn.source_info)
+    return text.rsplit("/", 1)[-1]
+
+
+def dtype_name(dtype, what: str) -> str:
+    name = np.dtype(dtype).name
+    if name not in DTYPES:
+        raise ExportError(f"{what}: dtype {name} is not one tpusim models (bf16, f32, int8, s32)")
+    return DTYPES[name]
+
+
+class BodyTranslator:
+    """Translates one kernel jaxpr into tpusim body ops over JSON value ids."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+        self.ops: list[dict] = []
+        self.next_id = 0
+        self.ids: dict = {}      # jaxpr var -> value id
+        self.shapes: dict = {}   # value id -> tpusim shape (reductions keep their axes)
+
+    def new_value(self, shape) -> int:
+        v = self.next_id
+        self.next_id += 1
+        self.shapes[v] = list(shape)
+        return v
+
+    def fail(self, eqn, what: str):
+        raise ExportError(f"{where(eqn)}: kernel {self.kernel}: {what}")
+
+    def value(self, eqn, var) -> int:
+        if isinstance(var, jcore.Literal):
+            self.fail(eqn, f"'{eqn.primitive}' with a constant operand here is not supported yet")
+        return self.ids[var]
+
+    def emit(self, eqn, op: dict, shape) -> int:
+        out = self.new_value(shape)
+        op["out"] = out
+        op.setdefault("name", f"{eqn.primitive} {where(eqn)}")
+        self.ops.append(op)
+        return out
+
+    def run(self, jaxpr, invar_ids):
+        for var, v in zip(jaxpr.invars, invar_ids):
+            self.ids[var] = v
+        for eqn in jaxpr.eqns:
+            self.eqn(eqn)
+        return [self.ids.get(v) for v in jaxpr.outvars]
+
+    def eqn(self, eqn):
+        p = eqn.primitive.name
+        out = eqn.outvars[0] if eqn.outvars else None
+        if p in CALLS:
+            inner = eqn.params[CALLS[p]]
+            inner = getattr(inner, "jaxpr", inner)
+            outs = self.run(inner, [self.value(eqn, v) for v in eqn.invars])
+            for var, v in zip(eqn.outvars, outs):
+                self.ids[var] = v
+        elif p == "get":
+            if len(eqn.invars) != 1:
+                self.fail(eqn, "a ref read at an index or slice is not supported yet (read x[...])")
+            self.ids[out] = self.value(eqn, eqn.invars[0])
+        elif p == "swap":
+            if len(eqn.invars) != 2:
+                self.fail(eqn, "a ref write at an index or slice is not supported yet (x[...] = v)")
+            ref, val = (self.value(eqn, v) for v in eqn.invars)
+            if self.shapes[val] != self.shapes[ref]:
+                self.fail(eqn, f"a broadcast value {self.shapes[val]} written to a block "
+                               f"{self.shapes[ref]} is not supported yet")
+            self.ops.append({"op": "copy", "name": f"store {where(eqn)}", "in": [val],
+                             "into": ref})
+            self.ids[out] = ref
+        elif p == "convert_element_type":
+            x = self.value(eqn, eqn.invars[0])
+            to = dtype_name(eqn.params["new_dtype"], f"{where(eqn)}: kernel {self.kernel}")
+            if np.dtype(eqn.params["new_dtype"]) == np.dtype(eqn.invars[0].aval.dtype):
+                self.ids[out] = x
+            else:
+                self.ids[out] = self.emit(eqn, {"op": "cast", "in": [x], "dtype": to},
+                                          self.shapes[x])
+        elif p in REDUCTIONS:
+            x = self.value(eqn, eqn.invars[0])
+            axes = sorted(int(a) for a in eqn.params["axes"])
+            shape = [1 if i in axes else d for i, d in enumerate(self.shapes[x])]
+            self.ids[out] = self.emit(eqn, {"op": "reduce", "fn": REDUCTIONS[p], "in": [x],
+                                            "axes": axes}, shape)
+        elif p == "broadcast_in_dim":
+            self.broadcast(eqn)
+        elif p == "reshape":
+            x = self.value(eqn, eqn.invars[0])
+            self.ids[out] = self.emit(eqn, {"op": "reshape", "in": [x],
+                                            "shape": list(out.aval.shape)}, out.aval.shape)
+        elif p in UNARY:
+            x = self.value(eqn, eqn.invars[0])
+            self.ids[out] = self.emit(eqn, {"op": "elementwise", "fn": UNARY[p], "in": [x]},
+                                      self.shapes[x])
+        elif p == "integer_pow" and eqn.params["y"] == 2:
+            x = self.value(eqn, eqn.invars[0])
+            self.ids[out] = self.emit(eqn, {"op": "elementwise", "fn": "mul", "in": [x, x]},
+                                      self.shapes[x])
+        elif p in BINARY:
+            self.binary(eqn, BINARY[p])
+        elif p == "dot_general":
+            self.dot(eqn)
+        else:
+            self.fail(eqn, f"primitive '{p}' is not supported in a kernel body yet")
+
+    def broadcast(self, eqn):
+        x = self.value(eqn, eqn.invars[0])
+        target = list(eqn.outvars[0].aval.shape)
+        dims = list(eqn.params["broadcast_dimensions"])
+        src = list(eqn.invars[0].aval.shape)
+        # The operand's dims placed where they land, size 1 elsewhere: tpusim's elementwise ops
+        # broadcast numpy-style, so the value need not be materialised at the target shape.
+        expanded = [src[dims.index(i)] if i in dims else 1 for i in range(len(target))]
+        if self.shapes[x] == expanded:
+            self.ids[eqn.outvars[0]] = x
+        else:
+            self.ids[eqn.outvars[0]] = self.emit(
+                eqn, {"op": "reshape", "in": [x], "shape": expanded}, expanded)
+
+    def binary(self, eqn, fn: str):
+        a, b = eqn.invars
+        if isinstance(a, jcore.Literal) and fn in COMMUTATIVE:
+            a, b = b, a
+        if isinstance(b, jcore.Literal):
+            x = self.value(eqn, a)
+            self.ids[eqn.outvars[0]] = self.emit(
+                eqn, {"op": "elementwise", "fn": fn, "in": [x], "scalar": float(b.val)},
+                self.shapes[x])
+            return
+        x, y = self.value(eqn, a), self.value(eqn, b)
+        shape = list(np.broadcast_shapes(tuple(self.shapes[x]), tuple(self.shapes[y])))
+        self.ids[eqn.outvars[0]] = self.emit(
+            eqn, {"op": "elementwise", "fn": fn, "in": [x, y]}, shape)
+
+    def dot(self, eqn):
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        precision = eqn.params.get("precision")
+        if isinstance(precision, tuple):
+            precision = precision[0]
+        name = getattr(precision, "name", precision)
+        if name not in PRECISIONS:
+            self.fail(eqn, f"dot precision {precision} is not one tpusim models")
+        x, y = (self.value(eqn, v) for v in eqn.invars)
+        out = eqn.outvars[0].aval
+        self.ids[eqn.outvars[0]] = self.emit(
+            eqn, {"op": "dot", "in": [x, y],
+                  "dims": {"lhs_contract": list(lc), "rhs_contract": list(rc),
+                           "lhs_batch": list(lb), "rhs_batch": list(rb)},
+                  "precision": PRECISIONS[name],
+                  "dtype": dtype_name(out.dtype, f"{where(eqn)}: kernel {self.kernel}")},
+            out.shape)
+
+
+def affine_index_map(kernel: str, operand: str, closed, grid) -> list[dict]:
+    """The index map as one affine expression per block dim, or ExportError if it is not affine."""
+    def at(g):
+        return [int(v) for v in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *g)]
+    rank = len(grid)
+    base = at([0] * rank)
+    coeff = []
+    for a in range(rank):
+        unit = [0] * rank
+        unit[a] = 1 if grid[a] > 1 else 0
+        got = at(unit)
+        coeff.append([g - b for g, b in zip(got, base)])
+    exprs = [{"offset": base[d], "coeff": [coeff[a][d] for a in range(rank)]}
+             for d in range(len(base))]
+    rng = random.Random(0)
+    points = [[n - 1 for n in grid]] + [[rng.randrange(n) for n in grid] for _ in range(8)]
+    for g in points:
+        predicted = [e["offset"] + sum(c * x for c, x in zip(e["coeff"], g)) for e in exprs]
+        if at(g) != predicted:
+            raise ExportError(f"kernel {kernel}: the index map of {operand} is not affine in the "
+                              f"grid indices (at grid {g} it gives {at(g)}, an affine map "
+                              f"{predicted})")
+    return exprs
+
+
+def block_shape(kernel: str, operand: str, bm) -> list[int]:
+    shape = []
+    for d in bm.block_shape:
+        size = getattr(d, "block_size", None)
+        if not isinstance(size, int):
+            raise ExportError(f"kernel {kernel}: {operand} has a block dim {d} (squeezed or "
+                              f"element-indexed) that is not supported yet")
+        shape.append(size)
+    return shape
+
+
+def semantics(eqn, rank: int) -> list[str]:
+    params = eqn.params.get("compiler_params")
+    sem = getattr(params, "dimension_semantics", None) if params is not None else None
+    if sem is None:
+        return ["arbitrary"] * rank  # Mosaic's default
+    return ["parallel" if "parallel" in str(s).lower() else "arbitrary" for s in sem]
+
+
+def kernel_name(eqn, index: int) -> str:
+    body = eqn.params["jaxpr"]
+    info = getattr(body, "debug_info", None)
+    return eqn.params.get("name") or getattr(info, "func_name", None) or f"pallas_call_{index}"
+
+
+def export_pallas_call(eqn, index: int, in_names: list[str]) -> tuple[dict, list[str]]:
+    gm = eqn.params["grid_mapping"]
+    name = kernel_name(eqn, index)
+    if gm.num_index_operands or gm.num_dynamic_grid_bounds:
+        raise ExportError(f"{where(eqn)}: kernel {name}: scalar prefetch and dynamic grids are "
+                          f"not supported yet")
+    grid = [int(n) for n in gm.grid]
+    out_names = [f"{name}.out{j}" for j in range(gm.num_outputs)]
+    operands = []
+    for j, bm in enumerate(gm.block_mappings):
+        is_input = j < gm.num_inputs
+        array = in_names[j] if is_input else out_names[j - gm.num_inputs]
+        aval = bm.array_aval
+        operands.append({
+            "name": array,
+            "shape": list(aval.shape),
+            "dtype": dtype_name(aval.dtype, f"kernel {name}: {array}"),
+            "block": block_shape(name, array, bm),
+            "index_map": affine_index_map(name, array, bm.index_map_jaxpr, grid),
+        })
+    body = eqn.params["jaxpr"]
+    t = BodyTranslator(name)
+    refs = [t.new_value(op["block"]) for op in operands]
+    scratch = []
+    for var in body.invars[len(operands):]:
+        inner = getattr(var.aval, "inner_aval", None)
+        space = str(getattr(var.aval, "memory_space", "")).lower()
+        if inner is None or "smem" in space or "semaphore" in space:
+            raise ExportError(f"kernel {name}: scratch {var.aval} (SMEM, semaphores) is not "
+                              f"supported yet")
+        scratch.append({"name": f"scratch{len(scratch)}", "shape": list(inner.shape),
+                        "dtype": dtype_name(inner.dtype, f"kernel {name}: scratch")})
+        refs.append(t.new_value(inner.shape))
+    t.run(body, refs)
+    kernel = {"name": name, "origin": "pallas", "grid": grid,
+              "semantics": semantics(eqn, len(grid)),
+              "inputs": operands[:gm.num_inputs], "outputs": operands[gm.num_inputs:],
+              "scratch": scratch, "ops": t.ops}
+    return kernel, out_names
+
+
+def export(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
+    """The program of `fn` applied to `args` (name, shape and dtype each)."""
+    closed = jax.make_jaxpr(fn)(*[a for _, a in args])
+    env = {var: n for var, (n, _) in zip(closed.jaxpr.invars, args)}
+    items = []
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name != "pallas_call":
+            raise ExportError(f"{where(eqn)}: primitive '{eqn.primitive}' outside a Pallas kernel "
+                              f"is not supported yet (only pallas_calls export so far)")
+        ins = []
+        for v in eqn.invars:
+            if v not in env:
+                raise ExportError(f"{where(eqn)}: a kernel operand that is not an argument or a "
+                                  f"kernel output (a constant?) is not supported yet")
+            ins.append(env[v])
+        kernel, outs = export_pallas_call(eqn, len(items), ins)
+        items.append({"kernel": kernel})
+        env.update(zip(eqn.outvars, outs))
+    return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
+            "outputs": [env[v] for v in closed.jaxpr.outvars]}
+
+
+def check_data(fn, args, program: dict, seed: int = 0) -> dict:
+    """Random inputs, and JAX's outputs on them (Pallas in interpret mode on the CPU)."""
+    from jax.experimental.pallas import tpu as pltpu
+    key = jax.random.PRNGKey(seed)
+    values = []
+    for (n, a), k in zip(args, jax.random.split(key, len(args))):
+        values.append(jax.random.normal(k, a.shape, jax.numpy.float32).astype(a.dtype))
+    with pltpu.force_tpu_interpret_mode():
+        outs = jax.tree_util.tree_leaves(fn(*values))
+    def host(x):
+        return {"shape": list(x.shape), "dtype": DTYPES[np.dtype(x.dtype).name],
+                "data": np.asarray(x, np.float32).ravel().tolist()}
+    return {"seed": seed,
+            "inputs": {n: host(v) for (n, _), v in zip(args, values)},
+            "outputs": {n: host(o) for n, o in zip(program["outputs"], outs)}}

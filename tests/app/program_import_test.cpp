@@ -1,0 +1,118 @@
+// Programs from the JAX bridge, read strictly into the IR: a hand-written program (y = 2x + 1 in
+// row blocks, then a row sum) imports, simulates and runs functionally; bad files are one error
+// line naming file:line:column and the key.
+#include "app/program_import.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+#include "tests/error_of.h"
+
+namespace tpusim {
+namespace {
+
+using testing::error_of;
+namespace fs = std::filesystem;
+
+const std::string kProgram = R"({
+ "format": "tpusim-program", "version": 1, "name": "affine", "source": "hand-written",
+ "items": [{"kernel": {
+  "name": "two_x_plus_one", "origin": "pallas", "grid": [4], "semantics": ["parallel"],
+  "inputs": [{"name": "x", "shape": [64, 128], "dtype": "f32", "block": [16, 128],
+              "index_map": [{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "outputs": [{"name": "y", "shape": [64, 1], "dtype": "f32", "block": [16, 1],
+               "index_map": [{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "scratch": [],
+  "ops": [
+   {"op": "elementwise", "fn": "mul", "in": [0], "scalar": 2.0, "out": 2},
+   {"op": "elementwise", "fn": "add", "in": [2], "scalar": 1.0, "out": 3},
+   {"op": "reduce", "fn": "add", "in": [3], "axes": [1], "out": 4},
+   {"op": "copy", "in": [4], "into": 1}]}}],
+ "outputs": ["y"]
+}
+)";
+
+std::string write(const std::string& text) {
+  const fs::path f =
+      fs::temp_directory_path() /
+      ("tpusim_program_" +
+       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json");
+  std::ofstream(f) << text;
+  return f.string();
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+TEST(ProgramImport, ImportsSimulatesAndComputes) {
+  const ImportedProgram p = import_program(write(kProgram));
+  EXPECT_EQ(p.name, "affine");
+  ASSERT_EQ(p.program.items.size(), 1u);
+  const Kernel& k = *std::get<KernelCall>(p.program.items[0].what).kernel;
+  EXPECT_EQ(k.grid, (std::vector<int64_t>{4}));
+  EXPECT_EQ(k.body.size(), 4u);
+  std::vector<int64_t> block;
+  k.inputs[0].index.eval({3}, block);
+  EXPECT_EQ(block, (std::vector<int64_t>{3, 0}));
+  const RunResult r = simulate(load_chip("v5e"), p.program);
+  EXPECT_GT(r.time_s, 0);
+  EXPECT_EQ(r.hbm_read_bytes, 64 * 128 * 4);
+  ArrayMap arrays;
+  arrays["x"] = HostArray::zeros({64, 128}, DType::f32);
+  for (size_t i = 0; i < arrays["x"].data.size(); ++i) arrays["x"].data[i] = float(i % 128);
+  execute(p.program, arrays);
+  // Each row: sum over j of 2j + 1 = 128^2.
+  for (float v : arrays.at("y").data) EXPECT_EQ(v, 128.0f * 128.0f);
+}
+
+TEST(ProgramImport, JoinsTheCatalog) {
+  const ImportedProgram p = import_program(write(kProgram));
+  const kernels::CatalogEntry e = catalog_entry(p);
+  EXPECT_EQ(e.name, "imported:affine");
+  EXPECT_TRUE(e.knobs.empty());
+  EXPECT_EQ(e.program(load_chip("v6e"), {}).items.size(), 1u);
+}
+
+TEST(ProgramImport, BadFilesAreOneLineNamingThePlace) {
+  auto error = [](const std::string& text) {
+    return error_of([&] { import_program(write(text)); });
+  };
+  // A missing field.
+  std::string e = error(replaced(kProgram, R"("block": [16, 128],)", ""));
+  EXPECT_NE(e.find(".json:5:14: key 'items[0].kernel.inputs[0].block': missing"), std::string::npos)
+      << e;
+  // A block of the wrong rank.
+  e = error(replaced(kProgram, R"("block": [16, 128])", R"("block": [16])"));
+  EXPECT_NE(e.find("key 'items[0].kernel.inputs[0].block': block rank 1 is not the array's rank 2"),
+            std::string::npos)
+      << e;
+  // An index map that does not fit the grid.
+  e = error(replaced(kProgram, R"([{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "outputs")",
+                     R"([{"offset": 0, "coeff": [1, 0]}, {"offset": 0, "coeff": [0]}]}],
+  "outputs")"));
+  EXPECT_NE(e.find("coeff': 2 coefficients for a grid of rank 1"), std::string::npos) << e;
+  // A value used before it is defined, an unknown field, an impossible op.
+  e = error(replaced(kProgram, R"("in": [2], "scalar": 1.0)", R"("in": [7], "scalar": 1.0)"));
+  EXPECT_NE(e.find("ops[1].in': value 7 is not defined yet (3 are)"), std::string::npos) << e;
+  e = error(replaced(kProgram, R"("source": "hand-written")", R"("sauce": 1)"));
+  EXPECT_NE(e.find(":2:62: key 'sauce': unknown key"), std::string::npos) << e;
+  e = error(replaced(kProgram, R"("axes": [1])", R"("axes": [1], "dtype": "bf17")"));
+  EXPECT_NE(e.find("ops[2].dtype': unknown field of a reduce op (known: op, name, in, out, fn, "
+                   "axes)"),
+            std::string::npos)
+      << e;
+  e = error(replaced(kProgram, R"("fn": "add", "in": [2])", R"("fn": "pow", "in": [2])"));
+  EXPECT_NE(e.find("ops[1].fn': expected add or div or exp"), std::string::npos) << e;
+  e = error(replaced(kProgram, R"("format": "tpusim-program")", R"("format": "scenario")"));
+  EXPECT_NE(e.find("key 'format': expected 'tpusim-program'"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tpusim

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# End to end through the JAX bridge: export a user's Pallas kernel and a matmul with JAX's
+# outputs on random inputs, import them into tpusim, simulate them and check the interpreter
+# against JAX. Usage: export_import.sh TPUSIM SOURCE_DIR
+set -euo pipefail
+tpusim=$1
+src=$2
+py="$src/.venv/bin/python"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+$py -m tpusim_jax export "$src/python/examples/layer_norm.py:layer_norm" \
+  --arg x=512x256:bf16 --arg g=1x256:bf16 -o "$dir/ln.json" --check "$dir/ln.check.json"
+out=$("$tpusim" kernel import "$dir/ln.json" --check "$dir/ln.check.json" --json "$dir/ln.out.json")
+echo "$out"
+grep -q "functional check layer_norm_kernel.out0: .*: ok" <<<"$out"
+grep -q '"program": "layer_norm"' "$dir/ln.out.json"
+
+# An f32 matmul at DEFAULT precision: tpusim rounds the operands to bf16 as the TPU does, JAX on
+# the CPU does not; the check's tolerance allows for it.
+$py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:matmul" \
+  --arg x=128x256:f32 --arg y=256x256:f32 -o "$dir/mm.json" --check "$dir/mm.check.json"
+out=$("$tpusim" kernel import "$dir/mm.json" --check "$dir/mm.check.json")
+echo "$out"
+grep -q "functional check _matmul_kernel.out0: .*: ok" <<<"$out"
+grep -q "flops 1.678e+07 " <<<"$out"  # 2 x 128 x 256 x 256 = 16777216
+
+# A refused export writes nothing and names the primitive; a bad program file is one error line.
+if $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:work_outside_kernels" \
+  --arg x=8x128:f32 -o "$dir/bad.json" 2>"$dir/err"; then exit 1; fi
+grep -q "primitive 'tanh' outside a Pallas kernel" "$dir/err"
+[ ! -e "$dir/bad.json" ]
+echo '{"format": "tpusim-program", "version": 1}' >"$dir/bad.json"
+if "$tpusim" kernel import "$dir/bad.json" 2>"$dir/err"; then exit 1; fi
+[ "$(wc -l <"$dir/err")" -eq 1 ]
+grep -q "bad.json:1:1: key 'name': missing" "$dir/err"
+echo "export_import: ok"
