@@ -77,10 +77,30 @@ Operand operand_of(const YamlMap& m, size_t grid_rank) {
   return o;
 }
 
-const std::map<std::string, EwFn> kFunctions = {
-    {"add", EwFn::add}, {"sub", EwFn::sub},   {"mul", EwFn::mul},           {"div", EwFn::div},
-    {"neg", EwFn::neg}, {"max", EwFn::max},   {"min", EwFn::min},           {"exp", EwFn::exp},
-    {"log", EwFn::log}, {"tanh", EwFn::tanh}, {"logistic", EwFn::logistic}, {"rsqrt", EwFn::rsqrt}};
+const std::map<std::string, EwFn> kFunctions = {{"add", EwFn::add},
+                                                {"sub", EwFn::sub},
+                                                {"mul", EwFn::mul},
+                                                {"div", EwFn::div},
+                                                {"neg", EwFn::neg},
+                                                {"max", EwFn::max},
+                                                {"min", EwFn::min},
+                                                {"exp", EwFn::exp},
+                                                {"log", EwFn::log},
+                                                {"tanh", EwFn::tanh},
+                                                {"logistic", EwFn::logistic},
+                                                {"rsqrt", EwFn::rsqrt},
+                                                {"eq", EwFn::eq},
+                                                {"ne", EwFn::ne},
+                                                {"lt", EwFn::lt},
+                                                {"le", EwFn::le},
+                                                {"gt", EwFn::gt},
+                                                {"ge", EwFn::ge},
+                                                {"and", EwFn::logical_and},
+                                                {"or", EwFn::logical_or},
+                                                {"select", EwFn::select},
+                                                {"idiv", EwFn::idiv},
+                                                {"rem", EwFn::rem},
+                                                {"sign", EwFn::sign}};
 
 std::vector<std::string> names_of(const std::map<std::string, EwFn>& m) {
   std::vector<std::string> n;
@@ -97,18 +117,31 @@ Precision precision_of(const std::string& s) {
 // Builds the body: JSON value ids (the operands, then the scratch, then each op's "out") map to
 // the builder's values; a use before a definition is an error at the op.
 class BodyReader {
+  // The fields each kind of op takes besides op, name and in.
+  static inline const std::map<std::string, std::vector<std::string>> kFields = {
+      {"cast", {"out", "dtype"}},
+      {"elementwise", {"out", "fn", "scalar"}},
+      {"reduce", {"out", "fn", "axes"}},
+      {"reshape", {"out", "shape"}},
+      {"iota", {"out", "shape", "dtype", "axis"}},
+      {"constant", {"out", "shape", "dtype", "value"}},
+      {"dot", {"out", "dims", "precision", "dtype"}},
+      {"copy", {"into"}}};
+
  public:
   BodyReader(KernelBuilder& b, std::vector<ValueId> refs) : b_(b), ids_(std::move(refs)) {}
 
+  // Every field some kind of op takes.
+  static std::vector<std::string> fields() {
+    std::vector<std::string> all = {"op", "name", "in"};
+    for (const auto& [kind, fs] : kFields)
+      for (const std::string& f : fs)
+        if (std::find(all.begin(), all.end(), f) == all.end()) all.push_back(f);
+    return all;
+  }
+
   // `op`: an op whose fields are all of some kind of op; here only its own kind's are allowed.
   void op(const YamlMap& op) {
-    static const std::map<std::string, std::vector<std::string>> kFields = {
-        {"cast", {"out", "dtype"}},
-        {"elementwise", {"out", "fn", "scalar"}},
-        {"reduce", {"out", "fn", "axes"}},
-        {"reshape", {"out", "shape"}},
-        {"dot", {"out", "dims", "precision", "dtype"}},
-        {"copy", {"into"}}};
     std::vector<std::string> kinds;
     for (const auto& [k, _] : kFields) kinds.push_back(k);
     const std::string kind = op.choice("op", kinds);
@@ -118,19 +151,16 @@ class BodyReader {
     const std::string name = m.string("name", kind);
     std::vector<ValueId> in;
     for (int id : ints_of(m, "in")) in.push_back(value(m, "in", id));
-    const size_t arity = kind == "elementwise" ? in.size() : kind == "dot" ? 2 : 1;
-    if (in.empty() || in.size() != arity || in.size() > 2)
+    const bool makes = kind == "iota" || kind == "constant";  // from no operand
+    const size_t arity = makes ? 0 : kind == "elementwise" ? in.size() : kind == "dot" ? 2 : 1;
+    if ((!makes && in.empty()) || in.size() != arity || in.size() > 3)
       m.fail("in", fmt::format("{} values for a {} op", in.size(), kind));
-    ValueId out = -1;
-    try {
-      if (kind == "copy") {
-        b_.copy(name, in[0], value(m, "into", m.as<int>("into", "an integer")));
-        return;
-      }
-      out = build(m, kind, name, in);
-    } catch (const Error& e) {
-      yaml_fail(m.file(), m.node(), m.key_path("op"), e.what());
+    if (kind == "copy") {
+      const ValueId into = value(m, "into", m.as<int>("into", "an integer"));
+      guarded(m, [&] { return b_.copy(name, in[0], into); });
+      return;
     }
+    const ValueId out = build(m, kind, name, in);
     const int id = m.as<int>("out", "an integer");
     if (id != static_cast<int>(ids_.size()))
       m.fail("out", fmt::format("value {} defined out of order (next is {})", id, ids_.size()));
@@ -138,25 +168,55 @@ class BodyReader {
   }
 
  private:
+  // Runs a builder call; what the IR refuses (shapes that do not broadcast, a reshape that changes
+  // the size) becomes an error at the op.
+  template <typename Call>
+  ValueId guarded(const YamlMap& m, Call call) {
+    try {
+      return call();
+    } catch (const Error& e) {
+      yaml_fail(m.file(), m.node(), m.key_path("op"), e.what());
+    }
+  }
+
+  // Reads the op's fields (their errors name themselves), then builds it.
   ValueId build(const YamlMap& m, const std::string& kind, const std::string& name,
                 const std::vector<ValueId>& in) {
-    if (kind == "cast") return b_.cast(name, in[0], dtype_of(m.choice("dtype", kDtypeNames)));
-    if (kind == "reshape") return b_.reshape(name, in[0], shape_of(m, "shape"));
+    auto dtype = [&] { return dtype_of(m.choice("dtype", kDtypeNames)); };
+    if (kind == "cast") return guarded(m, [&, t = dtype()] { return b_.cast(name, in[0], t); });
+    if (kind == "iota") {
+      const Shape s = shape_of(m, "shape");
+      const int axis = m.as<int>("axis", "an integer");
+      return guarded(m, [&, t = dtype()] { return b_.iota(name, s, t, axis); });
+    }
+    if (kind == "constant") {
+      const Shape s = shape_of(m, "shape");
+      const double v = m.as<double>("value", "a number");
+      return guarded(m, [&, t = dtype()] { return b_.fill(name, b_.temp(name, s, t), v); });
+    }
+    if (kind == "reshape") {
+      const Shape s = shape_of(m, "shape");
+      return guarded(m, [&] { return b_.reshape(name, in[0], s); });
+    }
     if (kind == "reduce") {
       const std::vector<int> axes = ints_of(m, "axes");
-      return m.choice("fn", {"add", "max"}) == "max" ? b_.reduce_max(name, in[0], axes)
-                                                     : b_.reduce(name, in[0], axes);
+      const bool max = m.choice("fn", {"add", "max"}) == "max";
+      return guarded(
+          m, [&] { return max ? b_.reduce_max(name, in[0], axes) : b_.reduce(name, in[0], axes); });
     }
     if (kind == "dot") {
       const YamlMap d = m.map("dims", {"lhs_contract", "rhs_contract", "lhs_batch", "rhs_batch"});
       const DotDims dims{ints_of(d, "lhs_contract"), ints_of(d, "rhs_contract"),
                          ints_of(d, "lhs_batch"), ints_of(d, "rhs_batch")};
-      return b_.dot(name, in[0], in[1], dtype_of(m.choice("dtype", kDtypeNames)), dims,
-                    precision_of(m.choice("precision", {"default", "high", "highest"})));
+      const Precision p = precision_of(m.choice("precision", {"default", "high", "highest"}));
+      return guarded(m, [&, t = dtype()] { return b_.dot(name, in[0], in[1], t, dims, p); });
     }
     const EwFn fn = kFunctions.at(m.choice("fn", names_of(kFunctions)));
-    if (m.has("scalar")) return b_.with_scalar(name, fn, in[0], m.as<double>("scalar", "a number"));
-    return b_.elementwise(name, fn, in, -1);
+    if (m.has("scalar")) {
+      const double x = m.as<double>("scalar", "a number");
+      return guarded(m, [&] { return b_.with_scalar(name, fn, in[0], x); });
+    }
+    return guarded(m, [&] { return b_.elementwise(name, fn, in, -1); });
   }
 
   ValueId value(const YamlMap& m, const std::string& key, int id) const {
@@ -198,9 +258,7 @@ std::shared_ptr<const Kernel> kernel_of(const YamlMap& m) {
     refs.push_back(b.scratch(t.string("name"), shape_of(t, "shape"),
                              dtype_of(t.choice("dtype", kDtypeNames))));
   BodyReader body(b, refs);
-  for (const YamlMap& op : m.list("ops", {"op", "name", "in", "out", "into", "fn", "scalar", "axes",
-                                          "dtype", "shape", "dims", "precision"}))
-    body.op(op);
+  for (const YamlMap& op : m.list("ops", BodyReader::fields())) body.op(op);
   return b.build();
 }
 

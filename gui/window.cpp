@@ -100,6 +100,7 @@ TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
 
 // What the window shows and the worker computing it.
 struct Session {
+  explicit Session(WindowOptions options) : o(std::move(options)) {}
   WindowOptions o;
   Worker worker;
   Outcome shown, step_shown;

@@ -64,8 +64,10 @@ std::string YamlMap::choice(const std::string& key, const std::vector<std::strin
                             const std::string& what) const {
   const std::string v = string(key);
   if (std::find(choices.begin(), choices.end(), v) == choices.end())
-    fail(key, what.empty() ? fmt::format("expected {}, got '{}'", fmt::join(choices, " or "), v)
-                           : "expected " + what);
+    fail(key, !what.empty() ? "expected " + what
+              : choices.size() <= 2
+                  ? fmt::format("expected {}, got '{}'", fmt::join(choices, " or "), v)
+                  : fmt::format("expected one of {}, got '{}'", fmt::join(choices, ", "), v));
   return v;
 }
 

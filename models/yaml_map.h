@@ -36,7 +36,8 @@ class YamlMap {
   T as(const std::string& key, const char* type_name) const {
     return yaml_as<T>(file_, need(key), key_path(key), type_name);
   }
-  // One of `choices`, else "expected {what}" (what lists them when empty).
+  // One of `choices`, else "expected {what}" (when empty: "expected a or b", "expected one of a,
+  // b, c").
   std::string choice(const std::string& key, const std::vector<std::string>& choices,
                      const std::string& what = "") const;
 

@@ -53,3 +53,40 @@ def matmul(x, y):
         out_specs=pl.BlockSpec((64, 128), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
     )(x, y)
+
+
+def _causal_kernel(s_ref, o_ref):
+    """Scores masked causally as attention kernels write it: iotas, a comparison, a select."""
+    n = s_ref.shape[0]
+    row = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    col = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    o_ref[...] = jnp.where(row >= col, s_ref[...], -1e30)
+
+
+def causal_mask(s):
+    return pl.pallas_call(
+        _causal_kernel,
+        grid=(1,),
+        in_specs=[pl.BlockSpec(s.shape, lambda i: (0, 0))],
+        out_specs=pl.BlockSpec(s.shape, lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct(s.shape, s.dtype),
+    )(s)
+
+
+def _sibling_kernel(s_ref, o_ref):
+    """The ladder's sibling-block mask for b = 2: integer division of iotas."""
+    n = s_ref.shape[0]
+    i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    mask = (i // 4 == j // 4) & (i // 2 != j // 2)
+    o_ref[...] = jnp.where(mask, s_ref[...], 0.0)
+
+
+def sibling_mask(s):
+    return pl.pallas_call(
+        _sibling_kernel,
+        grid=(1,),
+        in_specs=[pl.BlockSpec(s.shape, lambda i: (0, 0))],
+        out_specs=pl.BlockSpec(s.shape, lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct(s.shape, s.dtype),
+    )(s)

@@ -57,6 +57,17 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(out["shape"], [128, 256])
         self.assertEqual(len(out["data"]), 128 * 256)
 
+    def test_masks_from_iotas_comparisons_and_select(self):
+        p = export(k.sibling_mask, [arg("s", (128, 128))], "sib")
+        ops = p["items"][0]["kernel"]["ops"]
+        kinds = {op["op"] for op in ops}
+        fns = {op.get("fn") for op in ops}
+        self.assertIn("iota", kinds)
+        self.assertTrue({"idiv", "eq", "ne", "and", "select"} <= fns, fns)
+        # where(mask, s, 0.0): the literal 0.0 becomes a constant operand of the select
+        select = next(op for op in ops if op.get("fn") == "select")
+        self.assertEqual(len(select["in"]), 3)
+
     def test_a_non_affine_index_map_names_the_kernel_and_operand(self):
         with self.assertRaises(ExportError) as e:
             export(k.squared_index_map, [arg("x", (32, 128))], "sq")

@@ -17,15 +17,25 @@ from jax.extend import core as jcore
 FORMAT = "tpusim-program"
 VERSION = 1
 
-DTYPES = {"bfloat16": "bf16", "float32": "f32", "int8": "int8", "int32": "s32"}
+# Predicates (bool) live in 32-bit lanes on the VPU: tpusim holds them as s32 0/1.
+DTYPES = {"bfloat16": "bf16", "float32": "f32", "int8": "int8", "int32": "s32", "bool": "s32"}
 PRECISIONS = {None: "default", "DEFAULT": "default", "HIGH": "high", "HIGHEST": "highest"}
 UNARY = {"neg": "neg", "exp": "exp", "log": "log", "tanh": "tanh", "logistic": "logistic",
-         "rsqrt": "rsqrt"}
-BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min"}
-COMMUTATIVE = {"add", "mul", "max", "min"}
+         "rsqrt": "rsqrt", "sign": "sign"}
+BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min",
+          "rem": "rem", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+          "and": "and", "or": "or"}
+COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne", "and", "or"}
+# Scalar arithmetic on constants is folded, as XLA would.
+FOLDABLE = {"neg": np.negative, "sign": np.sign, "add": np.add, "sub": np.subtract,
+            "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+            "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}
+# A comparison with its operands swapped.
+MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max"}
 # Calls whose body is inlined (jnp helpers trace to these).
-CALLS = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
          "custom_vjp_call": "call_jaxpr"}
 
 
@@ -46,6 +56,13 @@ def dtype_name(dtype, what: str) -> str:
     return DTYPES[name]
 
 
+class Const:
+    """A scalar constant of the jaxpr (a literal, or one passed into a call or converted)."""
+
+    def __init__(self, value: float, dtype):
+        self.value, self.dtype = value, dtype
+
+
 class BodyTranslator:
     """Translates one kernel jaxpr into tpusim body ops over JSON value ids."""
 
@@ -55,6 +72,7 @@ class BodyTranslator:
         self.next_id = 0
         self.ids: dict = {}      # jaxpr var -> value id
         self.shapes: dict = {}   # value id -> tpusim shape (reductions keep their axes)
+        self.outer = ""          # the place of the call being inlined
 
     def new_value(self, shape) -> int:
         v = self.next_id
@@ -62,18 +80,31 @@ class BodyTranslator:
         self.shapes[v] = list(shape)
         return v
 
+    def where(self, eqn) -> str:
+        """The eqn's place in user code, or the enclosing call's (jnp helpers' bodies have none)."""
+        return where(eqn) or self.outer
+
     def fail(self, eqn, what: str):
-        raise ExportError(f"{where(eqn)}: kernel {self.kernel}: {what}")
+        raise ExportError(f"{self.where(eqn)}: kernel {self.kernel}: {what}")
+
+    def resolve(self, var):
+        """A var's value id, or the Const it stands for."""
+        if isinstance(var, (int, Const)):
+            return var
+        if isinstance(var, jcore.Literal):
+            return Const(float(var.val), var.aval.dtype)
+        return self.ids[var]
 
     def value(self, eqn, var) -> int:
-        if isinstance(var, jcore.Literal):
+        v = self.resolve(var)
+        if isinstance(v, Const):
             self.fail(eqn, f"'{eqn.primitive}' with a constant operand here is not supported yet")
-        return self.ids[var]
+        return v
 
     def emit(self, eqn, op: dict, shape) -> int:
         out = self.new_value(shape)
         op["out"] = out
-        op.setdefault("name", f"{eqn.primitive} {where(eqn)}")
+        op.setdefault("name", f"{eqn.primitive} {self.where(eqn)}")
         self.ops.append(op)
         return out
 
@@ -90,7 +121,9 @@ class BodyTranslator:
         if p in CALLS:
             inner = eqn.params[CALLS[p]]
             inner = getattr(inner, "jaxpr", inner)
-            outs = self.run(inner, [self.value(eqn, v) for v in eqn.invars])
+            outer, self.outer = self.outer, self.where(eqn)
+            outs = self.run(inner, [self.resolve(v) for v in eqn.invars])
+            self.outer = outer
             for var, v in zip(eqn.outvars, outs):
                 self.ids[var] = v
         elif p == "get":
@@ -107,6 +140,9 @@ class BodyTranslator:
             self.ops.append({"op": "copy", "name": f"store {where(eqn)}", "in": [val],
                              "into": ref})
             self.ids[out] = ref
+        elif p == "convert_element_type" and isinstance(self.resolve(eqn.invars[0]), Const):
+            c = self.resolve(eqn.invars[0])
+            self.ids[out] = Const(c.value, eqn.params["new_dtype"])
         elif p == "convert_element_type":
             x = self.value(eqn, eqn.invars[0])
             to = dtype_name(eqn.params["new_dtype"], f"{where(eqn)}: kernel {self.kernel}")
@@ -127,6 +163,9 @@ class BodyTranslator:
             x = self.value(eqn, eqn.invars[0])
             self.ids[out] = self.emit(eqn, {"op": "reshape", "in": [x],
                                             "shape": list(out.aval.shape)}, out.aval.shape)
+        elif p in FOLDABLE and all(isinstance(self.resolve(v), Const) for v in eqn.invars):
+            args = [np.asarray(self.resolve(v).value, v.aval.dtype) for v in eqn.invars]
+            self.ids[out] = Const(float(FOLDABLE[p](*args)), out.aval.dtype)
         elif p in UNARY:
             x = self.value(eqn, eqn.invars[0])
             self.ids[out] = self.emit(eqn, {"op": "elementwise", "fn": UNARY[p], "in": [x]},
@@ -137,12 +176,44 @@ class BodyTranslator:
                                       self.shapes[x])
         elif p in BINARY:
             self.binary(eqn, BINARY[p])
+        elif p == "iota":
+            shape = list(eqn.params["shape"])
+            self.ids[out] = self.emit(eqn, {"op": "iota", "in": [], "shape": shape,
+                                            "dtype": self.dtype(eqn, eqn.params["dtype"]),
+                                            "axis": int(eqn.params["dimension"])}, shape)
+        elif p == "select_n":
+            self.select(eqn)
         elif p == "dot_general":
             self.dot(eqn)
         else:
             self.fail(eqn, f"primitive '{p}' is not supported in a kernel body yet")
 
+    def dtype(self, eqn, dtype) -> str:
+        return dtype_name(dtype, f"{where(eqn)}: kernel {self.kernel}")
+
+    def operand(self, eqn, var) -> int:
+        """A value, or for a literal a [1, ..., 1] constant of the result's rank."""
+        var = self.resolve(var)
+        if not isinstance(var, Const):
+            return var
+        shape = [1] * len(eqn.outvars[0].aval.shape)
+        return self.emit(eqn, {"op": "constant", "in": [], "shape": shape,
+                               "dtype": self.dtype(eqn, var.dtype), "value": var.value}, shape)
+
+    def select(self, eqn):
+        pred, *cases = eqn.invars
+        if len(cases) != 2 or np.dtype(pred.aval.dtype) != np.bool_:
+            self.fail(eqn, "select_n over more than two cases is not supported yet")
+        c, no, yes = (self.operand(eqn, v) for v in (pred, cases[0], cases[1]))
+        shape = list(np.broadcast_shapes(*(tuple(self.shapes[v]) for v in (c, no, yes))))
+        self.ids[eqn.outvars[0]] = self.emit(
+            eqn, {"op": "elementwise", "fn": "select", "in": [c, yes, no]}, shape)
+
     def broadcast(self, eqn):
+        c = self.resolve(eqn.invars[0])
+        if isinstance(c, Const):  # a broadcast scalar stays a scalar
+            self.ids[eqn.outvars[0]] = Const(c.value, eqn.outvars[0].aval.dtype)
+            return
         x = self.value(eqn, eqn.invars[0])
         target = list(eqn.outvars[0].aval.shape)
         dims = list(eqn.params["broadcast_dimensions"])
@@ -157,16 +228,21 @@ class BodyTranslator:
                 eqn, {"op": "reshape", "in": [x], "shape": expanded}, expanded)
 
     def binary(self, eqn, fn: str):
-        a, b = eqn.invars
-        if isinstance(a, jcore.Literal) and fn in COMMUTATIVE:
+        a, b = (self.resolve(v) for v in eqn.invars)
+        if fn in ("and", "or") and np.dtype(eqn.invars[0].aval.dtype) != np.bool_:
+            self.fail(eqn, f"bitwise '{fn}' on integers is not supported (only on predicates)")
+        if fn == "div" and np.issubdtype(np.dtype(eqn.invars[0].aval.dtype), np.integer):
+            fn = "idiv"
+        if isinstance(a, Const) and (fn in COMMUTATIVE or fn in MIRRORED):
             a, b = b, a
-        if isinstance(b, jcore.Literal):
-            x = self.value(eqn, a)
+            fn = MIRRORED.get(fn, fn)
+        if isinstance(b, Const):
+            x = self.operand(eqn, a)
             self.ids[eqn.outvars[0]] = self.emit(
-                eqn, {"op": "elementwise", "fn": fn, "in": [x], "scalar": float(b.val)},
+                eqn, {"op": "elementwise", "fn": fn, "in": [x], "scalar": b.value},
                 self.shapes[x])
             return
-        x, y = self.value(eqn, a), self.value(eqn, b)
+        x, y = self.operand(eqn, a), self.operand(eqn, b)
         shape = list(np.broadcast_shapes(tuple(self.shapes[x]), tuple(self.shapes[y])))
         self.ids[eqn.outvars[0]] = self.emit(
             eqn, {"op": "elementwise", "fn": fn, "in": [x, y]}, shape)

@@ -82,6 +82,30 @@ float apply(EwFn fn, float a, float b) {
       return std::min(a, b);
     case EwFn::fill:
       return b;
+    case EwFn::eq:
+      return a == b;
+    case EwFn::ne:
+      return a != b;
+    case EwFn::lt:
+      return a < b;
+    case EwFn::le:
+      return a <= b;
+    case EwFn::gt:
+      return a > b;
+    case EwFn::ge:
+      return a >= b;
+    case EwFn::logical_and:
+      return a != 0 && b != 0;
+    case EwFn::logical_or:
+      return a != 0 || b != 0;
+    case EwFn::select:  // three operands: handled by the caller
+      return a;
+    case EwFn::idiv:
+      return std::trunc(a / b);
+    case EwFn::rem:
+      return std::fmod(a, b);
+    case EwFn::sign:
+      return static_cast<float>((a > 0) - (a < 0));
     case EwFn::exp:
       return std::exp(a);
     case EwFn::log:
@@ -237,6 +261,13 @@ class KernelRun {
                        [&](int64_t o, int64_t i) { a_b[o] = a[i]; });
         if (op.inputs.size() == 1) {
           for (size_t i = 0; i < r.size(); ++i) r[i] = apply(op.fn, a_b[i], scalar);
+        } else if (op.fn == EwFn::select) {
+          Buffer x(r.size());
+          broadcast_walk(out.shape, k_.values[op.inputs[1]].shape,
+                         [&, &b = in(op, 1)](int64_t o, int64_t i) { x[o] = b[i]; });
+          const Buffer& c = in(op, 2);
+          broadcast_walk(out.shape, k_.values[op.inputs[2]].shape,
+                         [&](int64_t o, int64_t i) { r[o] = a_b[o] != 0 ? x[o] : c[i]; });
         } else {
           const Buffer& b = in(op, 1);
           broadcast_walk(out.shape, k_.values[op.inputs[1]].shape,
@@ -255,6 +286,15 @@ class KernelRun {
           acc[o] = max ? std::max<double>(acc[o], a[i]) : acc[o] + a[i];
         });
         for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(acc[i]);
+        break;
+      }
+      case OpKind::iota: {
+        const Shape& s = out.shape;
+        r.assign(num_elements(s), 0.0f);
+        int64_t inner = 1;
+        for (size_t d = op.axis + 1; d < s.size(); ++d) inner *= s[d];
+        for (size_t i = 0; i < r.size(); ++i)
+          r[i] = static_cast<float>((static_cast<int64_t>(i) / inner) % s[op.axis]);
         break;
       }
       case OpKind::mask: {

@@ -167,10 +167,15 @@ ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueI
   op.inputs = std::move(inputs);
   op.when = when;
   if (out < 0) {
-    DType t = value(op.inputs.at(0)).dtype;
-    for (ValueId v : op.inputs)
-      if (value(v).dtype == DType::f32) t = DType::f32;  // the VPU computes in f32
-    out = temp(name, k_->broadcast_shape(op.inputs), t);
+    // A select takes its operands' type (not the predicate's); a comparison gives a predicate,
+    // held in 32-bit lanes.
+    const bool select = fn == EwFn::select, predicate = fn >= EwFn::eq && fn <= EwFn::logical_or;
+    if (select && op.inputs.size() != 3)
+      throw Error(fmt::format("kernel '{}': select '{}' takes 3 operands", k_->name, name));
+    DType t = value(op.inputs.at(select ? 1 : 0)).dtype;
+    for (size_t i = select ? 1 : 0; i < op.inputs.size(); ++i)
+      if (value(op.inputs[i]).dtype == DType::f32) t = DType::f32;  // the VPU computes in f32
+    out = temp(name, k_->broadcast_shape(op.inputs), predicate ? DType::s32 : t);
   }
   return push(std::move(op), out);
 }
@@ -309,6 +314,18 @@ ValueId KernelBuilder::reshape(std::string name, ValueId in, Shape shape, When w
   op.when = when;
   const DType t = v.dtype;
   return push(std::move(op), temp(std::move(name), std::move(shape), t));
+}
+
+ValueId KernelBuilder::iota(std::string name, Shape shape, DType dtype, int axis, When when) {
+  if (axis < 0 || axis >= static_cast<int>(shape.size()))
+    throw Error(fmt::format("kernel '{}': iota '{}' along axis {} of {}", k_->name, name, axis,
+                            to_string(shape)));
+  Op op;
+  op.kind = OpKind::iota;
+  op.name = name;
+  op.axis = axis;
+  op.when = when;
+  return push(std::move(op), temp(std::move(name), std::move(shape), dtype));
 }
 
 std::shared_ptr<const Kernel> KernelBuilder::build() { return k_; }

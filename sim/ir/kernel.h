@@ -59,12 +59,16 @@ enum class OpKind : uint8_t {
   copy,
   slice,
   concat,
-  reshape  // layout: views where aligned, copies otherwise
+  reshape,  // layout: views where aligned, copies otherwise
+  iota      // each element's index along `axis` (masks are built from iotas and comparisons)
 };
 
 // Elementwise functions (the functional engine needs the exact function, timing only its class).
 // Binary functions with one input take `scalar` as the second operand. Inputs broadcast
-// numpy-style (size-1 dims stretch).
+// numpy-style (size-1 dims stretch). Comparisons give 1 or 0; select(c, a, b) takes three inputs
+// and gives a where c is not 0, else b; idiv and rem are integer division and remainder,
+// truncating towards zero, and sign is -1, 0 or 1 (index arithmetic on iotas: JAX's floor
+// division is built from them).
 enum class EwFn : uint8_t {
   add,
   sub,
@@ -73,7 +77,19 @@ enum class EwFn : uint8_t {
   neg,
   max,
   min,
-  fill,  // VPU arithmetic
+  fill,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  logical_and,
+  logical_or,
+  select,
+  idiv,
+  rem,
+  sign,  // VPU arithmetic
   exp,
   log,
   tanh,
@@ -203,6 +219,7 @@ class KernelBuilder {
                 When when = {});
   ValueId concat(std::string name, std::vector<ValueId> inputs, int axis, When when = {});
   ValueId reshape(std::string name, ValueId in, Shape shape, When when = {});
+  ValueId iota(std::string name, Shape shape, DType dtype, int axis, When when = {});
 
   const Value& value(ValueId v) const { return k_->values.at(v); }
   std::shared_ptr<const Kernel> build();

@@ -37,8 +37,10 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
   switch (op.kind) {
     case OpKind::dot:
       return 0;
+    case OpKind::iota:
+      return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::elementwise:
-      if (op.fn == EwFn::div)
+      if (op.fn == EwFn::div || op.fn == EwFn::idiv || op.fn == EwFn::rem)
         return per_cycle(chip, vreg_count(out.shape), chip.vpu_divide_per_cycle);
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::transcendental:

@@ -25,6 +25,13 @@ echo "$out"
 grep -q "functional check _matmul_kernel.out0: .*: ok" <<<"$out"
 grep -q "flops 1.678e+07 " <<<"$out"  # 2 x 128 x 256 x 256 = 16777216
 
+# Masks as JAX builds them (iotas, floor division, comparisons, where) against JAX, exactly.
+for f in causal_mask sibling_mask; do
+  $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:$f" \
+    --arg s=128x128:f32 -o "$dir/$f.json" --check "$dir/$f.check.json"
+  "$tpusim" kernel import "$dir/$f.json" --check "$dir/$f.check.json" | grep -q "max |error| 0 of"
+done
+
 # A refused export writes nothing and names the primitive; a bad program file is one error line.
 if $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:work_outside_kernels" \
   --arg x=8x128:f32 -o "$dir/bad.json" 2>"$dir/err"; then exit 1; fi
