@@ -64,6 +64,9 @@ def main(argv: list[str]) -> int:
                     help="one positional argument of the function, in order")
     ex.add_argument("-o", "--output", required=True, help="the program JSON to write")
     ex.add_argument("--name", help="the program's name (default: FUNCTION)")
+    ex.add_argument("--inputs", metavar="MODULE:FUNCTION",
+                    help="make the --check inputs with FUNCTION(key, shapes) instead of normal "
+                         "random values (for kernels with a precondition)")
     ex.add_argument("--check", metavar="FILE",
                     help="also write random inputs and JAX's outputs on them (Pallas interpreted "
                          "on the CPU) to FILE, for `tpusim kernel import PROGRAM --check FILE`")
@@ -75,7 +78,8 @@ def main(argv: list[str]) -> int:
         program["source"] = args.function
         files = {args.output: json.dumps(program, indent=1) + "\n"}
         if args.check:
-            data = check_data(fn, fn_args, program)
+            make = load_function(args.inputs) if args.inputs else None
+            data = check_data(fn, fn_args, program, make_inputs=make)
             files[args.check] = json.dumps(data, separators=(",", ":")) + "\n"
     except ExportError as e:
         print(f"tpusim_jax: error: {e}", file=sys.stderr)

@@ -379,13 +379,17 @@ def export(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
             "outputs": [env[v] for v in closed.jaxpr.outvars]}
 
 
-def check_data(fn, args, program: dict, seed: int = 0) -> dict:
-    """Random inputs, and JAX's outputs on them (Pallas in interpret mode on the CPU)."""
+def check_data(fn, args, program: dict, seed: int = 0, make_inputs=None) -> dict:
+    """Inputs, and JAX's outputs on them (Pallas in interpret mode on the CPU). The inputs are
+    normal random values, or `make_inputs(key, [ShapeDtypeStruct...])`'s for a function whose
+    inputs must meet a precondition (the ladder's strictly lower S)."""
     from jax.experimental.pallas import tpu as pltpu
     key = jax.random.PRNGKey(seed)
-    values = []
-    for (n, a), k in zip(args, jax.random.split(key, len(args))):
-        values.append(jax.random.normal(k, a.shape, jax.numpy.float32).astype(a.dtype))
+    if make_inputs is not None:
+        values = list(make_inputs(key, [a for _, a in args]))
+    else:
+        values = [jax.random.normal(k, a.shape, jax.numpy.float32).astype(a.dtype)
+                  for (_, a), k in zip(args, jax.random.split(key, len(args)))]
     with pltpu.force_tpu_interpret_mode():
         outs = jax.tree_util.tree_leaves(fn(*values))
     def host(x):

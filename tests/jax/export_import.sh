@@ -32,6 +32,15 @@ for f in causal_mask sibling_mask; do
   "$tpusim" kernel import "$dir/$f.json" --check "$dir/$f.check.json" | grep -q "max |error| 0 of"
 done
 
+# The GDN inversion ladder written in Pallas (python/examples/gdn_invert_ladder.py) on strictly
+# lower inputs: tpusim's interpreter (bf16x3 products) agrees with JAX to f32 accuracy.
+$py -m tpusim_jax export "$src/python/examples/gdn_invert_ladder.py:invert_ladder" \
+  --arg S=1x8x2x64x64:f32 -o "$dir/ladder.json" --check "$dir/ladder.check.json" \
+  --inputs "$src/python/examples/gdn_invert_ladder.py:strictly_lower"
+out=$("$tpusim" kernel import "$dir/ladder.json" --check "$dir/ladder.check.json")
+echo "$out" | head -1
+awk '/functional check/ { found = 1; e = $6 + 0 } END { exit !(found && e < 1e-5) }' <<<"$out"
+
 # A refused export writes nothing and names the primitive; a bad program file is one error line.
 if $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:work_outside_kernels" \
   --arg x=8x128:f32 -o "$dir/bad.json" 2>"$dir/err"; then exit 1; fi
