@@ -63,14 +63,19 @@ def _causal_kernel(s_ref, o_ref):
     o_ref[...] = jnp.where(row >= col, s_ref[...], -1e30)
 
 
-def causal_mask(s):
+def _whole_array(kernel, s):
+    """`kernel` on all of s as one block (a grid of one step)."""
     return pl.pallas_call(
-        _causal_kernel,
+        kernel,
         grid=(1,),
         in_specs=[pl.BlockSpec(s.shape, lambda i: (0, 0))],
         out_specs=pl.BlockSpec(s.shape, lambda i: (0, 0)),
         out_shape=jax.ShapeDtypeStruct(s.shape, s.dtype),
     )(s)
+
+
+def causal_mask(s):
+    return _whole_array(_causal_kernel, s)
 
 
 def _sibling_kernel(s_ref, o_ref):
@@ -83,10 +88,4 @@ def _sibling_kernel(s_ref, o_ref):
 
 
 def sibling_mask(s):
-    return pl.pallas_call(
-        _sibling_kernel,
-        grid=(1,),
-        in_specs=[pl.BlockSpec(s.shape, lambda i: (0, 0))],
-        out_specs=pl.BlockSpec(s.shape, lambda i: (0, 0)),
-        out_shape=jax.ShapeDtypeStruct(s.shape, s.dtype),
-    )(s)
+    return _whole_array(_sibling_kernel, s)
