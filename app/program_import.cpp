@@ -17,12 +17,8 @@ constexpr const char* kFormat = "tpusim-program";
 constexpr int kVersion = 1;
 
 const std::vector<std::string> kDtypeNames = {"bf16", "f32", "int8", "s32"};
-DType dtype_of(const std::string& s) {
-  if (s == "bf16") return DType::bf16;
-  if (s == "f32") return DType::f32;
-  if (s == "int8") return DType::s8;
-  return DType::s32;
-}
+// Only called on one of kDtypeNames.
+DType dtype_of(const std::string& s) { return *dtype_named(s); }
 
 Shape shape_of(const YamlMap& m, const std::string& key) {
   const YAML::Node n = m.need(key);

@@ -1,6 +1,7 @@
 #include "kernels/catalog.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -9,12 +10,6 @@
 
 namespace tpusim::kernels {
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 std::vector<CatalogEntry>& registry() {
   static std::vector<CatalogEntry> entries = [] {
@@ -100,7 +95,8 @@ const Knob& CatalogEntry::knob(const std::string& n) const {
     if (k.answers_to(n)) return k;
   std::vector<std::string> names;
   for (const Knob& k : knobs) names.push_back(k.name);
-  throw Error(fmt::format("kernel {} has no knob '{}' (knobs: {})", name, n, joined(names)));
+  throw Error(
+      fmt::format("kernel {} has no knob '{}' (knobs: {})", name, n, fmt::join(names, ", ")));
 }
 
 void CatalogEntry::check(const KnobValues& v) const {
@@ -115,7 +111,8 @@ void CatalogEntry::check(const KnobValues& v) const {
     } else {
       const std::string& x = v.choice(k.name);
       if (std::find(k.choices.begin(), k.choices.end(), x) == k.choices.end())
-        throw Error(fmt::format("unknown {} '{}' (known: {})", k.noun, x, joined(k.choices)));
+        throw Error(
+            fmt::format("unknown {} '{}' (known: {})", k.noun, x, fmt::join(k.choices, ", ")));
     }
   }
 }
@@ -135,7 +132,7 @@ const CatalogEntry& find_kernel(const std::string& name) {
     if (e.name == name) return e;
     names.push_back(e.name);
   }
-  throw Error(fmt::format("unknown kernel '{}' (known: {})", name, joined(names)));
+  throw Error(fmt::format("unknown kernel '{}' (known: {})", name, fmt::join(names, ", ")));
 }
 
 void register_kernel(CatalogEntry entry) {

@@ -29,9 +29,7 @@ Program one_kernel(std::shared_ptr<const Kernel> k) {
 }  // namespace
 
 DType dtype_of(const std::string& s) {
-  if (s == "bf16") return DType::bf16;
-  if (s == "f32") return DType::f32;
-  if (s == "int8") return DType::s8;
+  if (const auto t = dtype_named(s)) return *t;
   throw Error(fmt::format("unknown dtype '{}' (known: bf16, f32, int8)", s));
 }
 

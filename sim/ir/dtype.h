@@ -1,6 +1,7 @@
 // Element types of tensors and their storage sizes.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace tpusim {
@@ -33,6 +34,15 @@ constexpr std::string_view name(DType t) {
       return "s32";
   }
   return "?";
+}
+
+// The dtype a user-facing name stands for: bf16, f32, int8 (s8) or s32; nothing for another name.
+constexpr std::optional<DType> dtype_named(std::string_view n) {
+  if (n == "bf16") return DType::bf16;
+  if (n == "f32") return DType::f32;
+  if (n == "int8" || n == "s8") return DType::s8;
+  if (n == "s32") return DType::s32;
+  return std::nullopt;
 }
 
 }  // namespace tpusim
