@@ -122,14 +122,22 @@ class BodyReader {
       {"iota", {"out", "shape", "dtype", "axis"}},
       {"constant", {"out", "shape", "dtype", "value"}},
       {"dot", {"out", "dims", "precision", "dtype"}},
+      {"concat", {"out", "axis"}},
+      {"slice", {"out", "axis", "start", "size"}},
       {"copy", {"into"}}};
+  // pl.when on the first or last index of a grid axis.
+  static inline const std::map<std::string, When::Kind> kWhens = {{"first", When::first},
+                                                                  {"last", When::last},
+                                                                  {"not_first", When::not_first},
+                                                                  {"not_last", When::not_last}};
 
  public:
-  BodyReader(KernelBuilder& b, std::vector<ValueId> refs) : b_(b), ids_(std::move(refs)) {}
+  BodyReader(KernelBuilder& b, std::vector<ValueId> refs, size_t grid_rank)
+      : b_(b), ids_(std::move(refs)), grid_rank_(grid_rank) {}
 
   // Every field some kind of op takes.
   static std::vector<std::string> fields() {
-    std::vector<std::string> all = {"op", "name", "in"};
+    std::vector<std::string> all = {"op", "name", "in", "when"};
     for (const auto& [kind, fs] : kFields)
       for (const std::string& f : fs)
         if (std::find(all.begin(), all.end(), f) == all.end()) all.push_back(f);
@@ -141,19 +149,21 @@ class BodyReader {
     std::vector<std::string> kinds;
     for (const auto& [k, _] : kFields) kinds.push_back(k);
     const std::string kind = op.choice("op", kinds);
-    std::vector<std::string> fields = {"op", "name", "in"};
+    std::vector<std::string> fields = {"op", "name", "in", "when"};
     fields.insert(fields.end(), kFields.at(kind).begin(), kFields.at(kind).end());
     const YamlMap m(op.file(), op.node(), op.path(), fields, "field of a " + kind + " op");
     const std::string name = m.string("name", kind);
     std::vector<ValueId> in;
     for (int id : ints_of(m, "in")) in.push_back(value(m, "in", id));
     const bool makes = kind == "iota" || kind == "constant";  // from no operand
-    const size_t arity = makes ? 0 : kind == "elementwise" ? in.size() : kind == "dot" ? 2 : 1;
-    if ((!makes && in.empty()) || in.size() != arity || in.size() > 3)
+    const bool variadic = kind == "elementwise" || kind == "concat";
+    const size_t arity = makes ? 0 : variadic ? in.size() : kind == "dot" ? 2 : 1;
+    if ((!makes && in.empty()) || in.size() != arity || (kind == "elementwise" && in.size() > 3))
       m.fail("in", fmt::format("{} values for a {} op", in.size(), kind));
+    when_ = when_of(m);
     if (kind == "copy") {
       const ValueId into = value(m, "into", m.as<int>("into", "an integer"));
-      guarded(m, [&] { return b_.copy(name, in[0], into); });
+      guarded(m, [&] { return b_.copy(name, in[0], into, when_); });
       return;
     }
     const ValueId out = build(m, kind, name, in);
@@ -175,44 +185,67 @@ class BodyReader {
     }
   }
 
+  When when_of(const YamlMap& op) const {
+    if (!op.has("when")) return {};
+    const YamlMap w = op.map("when", {"kind", "axis"});
+    std::vector<std::string> names;
+    for (const auto& [k, _] : kWhens) names.push_back(k);
+    When when{kWhens.at(w.choice("kind", names)), w.as<int>("axis", "an integer")};
+    if (when.axis < 0 || when.axis >= static_cast<int>(grid_rank_))
+      w.fail("axis", fmt::format("grid axis {} of a {}-axis grid", when.axis, grid_rank_));
+    return when;
+  }
+
   // Reads the op's fields (their errors name themselves), then builds it.
   ValueId build(const YamlMap& m, const std::string& kind, const std::string& name,
                 const std::vector<ValueId>& in) {
     auto dtype = [&] { return dtype_of(m.choice("dtype", kDtypeNames)); };
-    if (kind == "cast") return guarded(m, [&, t = dtype()] { return b_.cast(name, in[0], t); });
+    const When w = when_;
+    if (kind == "cast") return guarded(m, [&, t = dtype()] { return b_.cast(name, in[0], t, w); });
     if (kind == "iota") {
       const Shape s = shape_of(m, "shape");
       const int axis = m.as<int>("axis", "an integer");
-      return guarded(m, [&, t = dtype()] { return b_.iota(name, s, t, axis); });
+      return guarded(m, [&, t = dtype()] { return b_.iota(name, s, t, axis, w); });
     }
     if (kind == "constant") {
       const Shape s = shape_of(m, "shape");
       const double v = m.as<double>("value", "a number");
-      return guarded(m, [&, t = dtype()] { return b_.fill(name, b_.temp(name, s, t), v); });
+      return guarded(m, [&, t = dtype()] { return b_.fill(name, b_.temp(name, s, t), v, w); });
     }
     if (kind == "reshape") {
       const Shape s = shape_of(m, "shape");
-      return guarded(m, [&] { return b_.reshape(name, in[0], s); });
+      return guarded(m, [&] { return b_.reshape(name, in[0], s, w); });
+    }
+    if (kind == "concat") {
+      const int axis = m.as<int>("axis", "an integer");
+      return guarded(m, [&] { return b_.concat(name, in, axis, w); });
+    }
+    if (kind == "slice") {
+      const int axis = m.as<int>("axis", "an integer");
+      const auto start = m.as<int64_t>("start", "an integer");
+      const auto size = m.as<int64_t>("size", "an integer");
+      return guarded(m, [&] { return b_.slice(name, in[0], axis, start, size, w); });
     }
     if (kind == "reduce") {
       const std::vector<int> axes = ints_of(m, "axes");
       const bool max = m.choice("fn", {"add", "max"}) == "max";
-      return guarded(
-          m, [&] { return max ? b_.reduce_max(name, in[0], axes) : b_.reduce(name, in[0], axes); });
+      return guarded(m, [&] {
+        return max ? b_.reduce_max(name, in[0], axes, w) : b_.reduce(name, in[0], axes, w);
+      });
     }
     if (kind == "dot") {
       const YamlMap d = m.map("dims", {"lhs_contract", "rhs_contract", "lhs_batch", "rhs_batch"});
       const DotDims dims{ints_of(d, "lhs_contract"), ints_of(d, "rhs_contract"),
                          ints_of(d, "lhs_batch"), ints_of(d, "rhs_batch")};
       const Precision p = precision_of(m.choice("precision", {"default", "high", "highest"}));
-      return guarded(m, [&, t = dtype()] { return b_.dot(name, in[0], in[1], t, dims, p); });
+      return guarded(m, [&, t = dtype()] { return b_.dot(name, in[0], in[1], t, dims, p, w); });
     }
     const EwFn fn = kFunctions.at(m.choice("fn", names_of(kFunctions)));
     if (m.has("scalar")) {
       const double x = m.as<double>("scalar", "a number");
-      return guarded(m, [&] { return b_.with_scalar(name, fn, in[0], x); });
+      return guarded(m, [&] { return b_.with_scalar(name, fn, in[0], x, -1, w); });
     }
-    return guarded(m, [&] { return b_.elementwise(name, fn, in, -1); });
+    return guarded(m, [&] { return b_.elementwise(name, fn, in, -1, w); });
   }
 
   ValueId value(const YamlMap& m, const std::string& key, int id) const {
@@ -223,6 +256,8 @@ class BodyReader {
 
   KernelBuilder& b_;
   std::vector<ValueId> ids_;
+  size_t grid_rank_;
+  When when_;  // of the op being read
 };
 
 std::shared_ptr<const Kernel> kernel_of(const YamlMap& m) {
@@ -253,7 +288,7 @@ std::shared_ptr<const Kernel> kernel_of(const YamlMap& m) {
   for (const YamlMap& t : m.list("scratch", {"name", "shape", "dtype"}))
     refs.push_back(b.scratch(t.string("name"), shape_of(t, "shape"),
                              dtype_of(t.choice("dtype", kDtypeNames))));
-  BodyReader body(b, refs);
+  BodyReader body(b, refs, grid.size());
   for (const YamlMap& op : m.list("ops", BodyReader::fields())) body.op(op);
   return b.build();
 }

@@ -89,3 +89,20 @@ def _sibling_kernel(s_ref, o_ref):
 
 def sibling_mask(s):
     return _whole_array(_sibling_kernel, s)
+
+
+def _middle_step_kernel(x_ref, o_ref):
+    @pl.when(pl.program_id(0) == 1)
+    def _():
+        o_ref[...] = x_ref[...]
+
+
+def when_on_a_middle_step(x):
+    """pl.when on grid index 1 of 4: tpusim's ops run always, or at the first or last index."""
+    return pl.pallas_call(
+        _middle_step_kernel,
+        grid=(4,),
+        in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
+import gdn_scan  # noqa: E402
 import kernels_for_tests as k  # noqa: E402
 import layer_norm  # noqa: E402
 from tpusim_jax.export import ExportError, check_data, export  # noqa: E402
@@ -85,6 +86,48 @@ class ExportTest(unittest.TestCase):
             export(k.unsupported_in_body, [arg("x", (8, 128))], "cs")
         self.assertRegex(str(e.exception), r"kernels_for_tests\.py:\d+:\d+ .*kernel _sort_kernel: "
                                            r"primitive '\w+' is not supported in a kernel body")
+
+    def scan_kernel(self, fn, names, shapes):
+        p = export(fn, [arg(n, s, jnp.bfloat16 if n in ("w", "u", "q", "k", "do") else
+                            jnp.float32) for n, s in zip(names, shapes)], "scan")
+        return p["items"][0]["kernel"]
+
+    def test_scan_forward_whens_views_and_casts(self):
+        chunk, state = (1, 2, 8, 64, 128), (1, 8, 128, 128)
+        kern = self.scan_kernel(gdn_scan.scan_fwd, ["w", "u", "q", "k", "g", "h0"],
+                                [chunk] * 4 + [(1, 2, 8, 64, 1), state])
+        self.assertEqual(kern["semantics"], ["parallel", "parallel", "arbitrary"])
+        self.assertEqual(kern["scratch"], [{"name": "scratch0", "shape": [8, 128, 128],
+                                            "dtype": "f32"}])
+        whens = [(op["op"], op["when"]) for op in kern["ops"] if "when" in op]
+        # h = h0 at the first chunk, h_final = h at the last: each a view and a store
+        self.assertIn(("copy", {"kind": "first", "axis": 2}), whens)
+        self.assertIn(("copy", {"kind": "last", "axis": 2}), whens)
+        # w_ref[0, 0] on a (1, 1, 8, 64, 128) block is a [8, 64, 128] view
+        self.assertIn([8, 64, 128], [op.get("shape") for op in kern["ops"]
+                                     if op["op"] == "reshape"])
+        self.assertEqual(sum(op["op"] == "dot" for op in kern["ops"]), 4)
+        self.assertEqual(sum(op["op"] == "concat" for op in kern["ops"]), 1)
+
+    def test_scan_backward_casts_as_mosaic_canonicalizes_them(self):
+        # The kernel casts w, u, q, k, do to f32 and every product's operands to bf16 (24
+        # truncf, 5 extf in Mosaic's input); Mosaic's canonicalized module keeps 8 truncf and 3
+        # extf (docs/jax_bridge.md), as the exporter's folding, CSE and dead-code removal do.
+        chunk, state = (1, 2, 4, 64, 128), (1, 4, 128, 128)
+        kern = self.scan_kernel(gdn_scan.scan_bwd,
+                                ["w", "u", "q", "k", "g", "h_saved", "do", "dh_final"],
+                                [chunk] * 4 + [(1, 2, 4, 64, 1), chunk, chunk, state])
+        casts = [op["dtype"] for op in kern["ops"] if op["op"] == "cast"]
+        self.assertEqual((casts.count("bf16"), casts.count("f32")), (8, 3))
+        ids = [op["out"] for op in kern["ops"] if "out" in op]
+        first = len(kern["inputs"]) + len(kern["outputs"]) + len(kern["scratch"])
+        self.assertEqual(ids, list(range(first, first + len(ids))))
+
+    def test_when_on_a_middle_grid_index_is_refused(self):
+        with self.assertRaises(ExportError) as e:
+            export(k.when_on_a_middle_step, [arg("x", (32, 128))], "mid")
+        self.assertIn("program_id(0) == 1: only the first (0) and last (3) grid index",
+                      str(e.exception))
 
 
 if __name__ == "__main__":

@@ -4,3 +4,8 @@
 function, turns every pallas_call into a tpusim kernel (grid, dimension semantics, BlockSpecs with
 affine index maps, scratch, the body's ops) and writes the program as JSON (docs/jax_bridge.md).
 """
+import os
+
+# Exports trace on the CPU (Pallas in interpret mode for the check data). With libtpu installed
+# (for compiling against a TPU topology) JAX would otherwise try to open a TPU this host lacks.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")

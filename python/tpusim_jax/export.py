@@ -63,15 +63,42 @@ class Const:
         self.value, self.dtype = value, dtype
 
 
+class GridIndex:
+    """pl.program_id(axis): the grid index, known only per grid step."""
+
+    def __init__(self, axis: int):
+        self.axis = axis
+
+
+class GridPredicate:
+    """A comparison of a grid index with its first or last value: the `when` of tpusim's ops
+    (pl.when(program_id(a) == 0) and == num_programs(a) - 1)."""
+    NEGATION = {"first": "not_first", "not_first": "first", "last": "not_last",
+                "not_last": "last"}
+
+    def __init__(self, kind: str, axis: int):
+        self.kind, self.axis = kind, axis
+
+    def negated(self) -> "GridPredicate":
+        return GridPredicate(self.NEGATION[self.kind], self.axis)
+
+    def json(self) -> dict:
+        return {"kind": self.kind, "axis": self.axis}
+
+
 class BodyTranslator:
     """Translates one kernel jaxpr into tpusim body ops over JSON value ids."""
 
-    def __init__(self, kernel: str):
+    def __init__(self, kernel: str, grid=()):
         self.kernel = kernel
+        self.grid = list(grid)
+        self.when: GridPredicate | None = None  # the pl.when being translated
         self.ops: list[dict] = []
         self.next_id = 0
         self.ids: dict = {}      # jaxpr var -> value id
         self.shapes: dict = {}   # value id -> tpusim shape (reductions keep their axes)
+        self.widened: dict = {}  # value id of an exact widening cast -> (its input, its dtype)
+        self.casts: dict = {}    # (value id, dtype) -> the value id of that cast
         self.outer = ""          # the place of the call being inlined
 
     def new_value(self, shape) -> int:
@@ -104,9 +131,14 @@ class BodyTranslator:
     def emit(self, eqn, op: dict, shape) -> int:
         out = self.new_value(shape)
         op["out"] = out
-        op.setdefault("name", f"{eqn.primitive} {self.where(eqn)}")
-        self.ops.append(op)
+        self.append(eqn, op)
         return out
+
+    def append(self, eqn, op: dict):
+        op.setdefault("name", f"{eqn.primitive} {self.where(eqn)}")
+        if self.when is not None:
+            op["when"] = self.when.json()
+        self.ops.append(op)
 
     def run(self, jaxpr, invar_ids):
         for var, v in zip(jaxpr.invars, invar_ids):
@@ -127,30 +159,48 @@ class BodyTranslator:
             for var, v in zip(eqn.outvars, outs):
                 self.ids[var] = v
         elif p == "get":
-            if len(eqn.invars) != 1:
-                self.fail(eqn, "a ref read at an index or slice is not supported yet (read x[...])")
-            self.ids[out] = self.value(eqn, eqn.invars[0])
+            ref = self.value(eqn, eqn.invars[0])
+            view = self.ref_view(eqn, eqn.invars[1:])
+            if view == self.shapes[ref]:
+                self.ids[out] = ref
+            else:  # x[0] of a block whose leading dims are 1: the same data, fewer dims
+                self.ids[out] = self.emit(eqn, {"op": "reshape", "in": [ref], "shape": view},
+                                          view)
         elif p == "swap":
-            if len(eqn.invars) != 2:
-                self.fail(eqn, "a ref write at an index or slice is not supported yet (x[...] = v)")
-            ref, val = (self.value(eqn, v) for v in eqn.invars)
-            if self.shapes[val] != self.shapes[ref]:
+            ref, val = (self.value(eqn, v) for v in eqn.invars[:2])
+            view = self.ref_view(eqn, eqn.invars[2:])
+            if self.shapes[val] != view:
                 self.fail(eqn, f"a broadcast value {self.shapes[val]} written to a block "
-                               f"{self.shapes[ref]} is not supported yet")
-            self.ops.append({"op": "copy", "name": f"store {where(eqn)}", "in": [val],
-                             "into": ref})
+                               f"{view} is not supported yet")
+            if view != self.shapes[ref]:
+                val = self.emit(eqn, {"op": "reshape", "in": [val], "shape": self.shapes[ref]},
+                                self.shapes[ref])
+            self.append(eqn, {"op": "copy", "name": f"store {where(eqn)}", "in": [val],
+                              "into": ref})
+            self.casts = {k: v for k, v in self.casts.items() if k[0] != ref}
             self.ids[out] = ref
+        elif p == "program_id":
+            self.ids[out] = GridIndex(int(eqn.params["axis"]))
+        elif p in ("eq", "ne") and any(isinstance(self.resolve(v), GridIndex)
+                                       for v in eqn.invars):
+            self.ids[out] = self.grid_predicate(eqn, p)
+        elif p == "convert_element_type" and isinstance(self.resolve(eqn.invars[0]),
+                                                        GridPredicate):
+            self.ids[out] = self.resolve(eqn.invars[0])
+        elif p == "cond":
+            self.cond(eqn)
+        elif p == "concatenate":
+            ins = [self.value(eqn, v) for v in eqn.invars]
+            self.ids[out] = self.emit(eqn, {"op": "concat", "in": ins,
+                                            "axis": int(eqn.params["dimension"])},
+                                      out.aval.shape)
+        elif p == "slice":
+            self.slice(eqn)
         elif p == "convert_element_type" and isinstance(self.resolve(eqn.invars[0]), Const):
             c = self.resolve(eqn.invars[0])
             self.ids[out] = Const(c.value, eqn.params["new_dtype"])
         elif p == "convert_element_type":
-            x = self.value(eqn, eqn.invars[0])
-            to = dtype_name(eqn.params["new_dtype"], f"{where(eqn)}: kernel {self.kernel}")
-            if np.dtype(eqn.params["new_dtype"]) == np.dtype(eqn.invars[0].aval.dtype):
-                self.ids[out] = x
-            else:
-                self.ids[out] = self.emit(eqn, {"op": "cast", "in": [x], "dtype": to},
-                                          self.shapes[x])
+            self.convert(eqn)
         elif p in REDUCTIONS:
             x = self.value(eqn, eqn.invars[0])
             axes = sorted(int(a) for a in eqn.params["axes"])
@@ -187,6 +237,106 @@ class BodyTranslator:
             self.dot(eqn)
         else:
             self.fail(eqn, f"primitive '{p}' is not supported in a kernel body yet")
+
+    def convert(self, eqn):
+        """A cast; narrowing a value that was widened from the target dtype gives the original
+        back, as the compilers fold it [assume: MLIR arith folds truncf(extf(a)) to a for Mosaic,
+        XLA's algebraic simplifier convert(convert(a)) for fusions; to check in the compiled
+        kernel]: Pallas code casts bf16 blocks to f32 and back to bf16 at each product. A value
+        cast twice to one dtype is cast once (common subexpressions are eliminated).
+        Seen in Mosaic's own passes (docs/jax_bridge.md): the scan backward's 24 truncf become 8
+        after canonicalization."""
+        x = self.value(eqn, eqn.invars[0])
+        src = np.dtype(eqn.invars[0].aval.dtype)
+        to = np.dtype(eqn.params["new_dtype"])
+        name = self.dtype(eqn, to)
+        if to == src:
+            self.ids[eqn.outvars[0]] = x
+        elif self.widened.get(x, (None, None))[1] == name:
+            self.ids[eqn.outvars[0]] = self.widened[x][0]
+        elif (x, name) in self.casts:
+            self.ids[eqn.outvars[0]] = self.casts[(x, name)]
+        else:
+            out = self.emit(eqn, {"op": "cast", "in": [x], "dtype": name}, self.shapes[x])
+            self.casts[(x, name)] = out
+            if jax.numpy.issubdtype(src, jax.numpy.floating) and \
+                    jax.numpy.issubdtype(to, jax.numpy.floating) and to.itemsize > src.itemsize:
+                self.widened[out] = (x, self.dtype(eqn, src))
+            self.ids[eqn.outvars[0]] = out
+
+    def ref_view(self, eqn, flat_indexers) -> list[int]:
+        """The shape a ref access sees: the block's, without the dims indexed by an integer
+        (x[0, 0] on a (1, 1, ...) block). Partial slices and dynamic indices are refused."""
+        leaves = [self.resolve(v) for v in flat_indexers]
+        indexers = jax.tree_util.tree_unflatten(eqn.params["tree"], leaves)
+        if not indexers:  # x[...]
+            return self.shapes[self.value(eqn, eqn.invars[0])]
+        if len(indexers) != 1:
+            self.fail(eqn, "a ref accessed through a chain of views is not supported yet")
+        (indexer,) = indexers
+        view = []
+        for size, index in zip(indexer.shape, indexer.indices):
+            start = getattr(index, "start", index)
+            if isinstance(start, Const):
+                start = int(start.value)
+            if not isinstance(start, int):
+                self.fail(eqn, "a ref read or write at a dynamic index is not supported yet")
+            if hasattr(index, "size"):  # a slice: only the whole dim
+                if start != 0 or index.size != size or index.stride != 1:
+                    self.fail(eqn, f"a ref slice [{start}:{start + index.size}] of a dim of "
+                                   f"{size} is not supported yet (whole dims, or an index into "
+                                   f"a dim of 1)")
+                view.append(size)
+            elif size != 1:
+                self.fail(eqn, f"an integer index into a block dim of {size} is not supported "
+                               f"yet (only into dims of 1)")
+        return view
+
+    def grid_predicate(self, eqn, p: str) -> GridPredicate:
+        a, b = (self.resolve(v) for v in eqn.invars)
+        if isinstance(a, Const):
+            a, b = b, a
+        if not isinstance(b, Const):
+            self.fail(eqn, "a grid index compared with something other than a constant is not "
+                           "supported yet")
+        last = self.grid[a.axis] - 1
+        if int(b.value) == 0:
+            pred = GridPredicate("first", a.axis)
+        elif int(b.value) == last:
+            pred = GridPredicate("last", a.axis)
+        else:
+            self.fail(eqn, f"program_id({a.axis}) == {int(b.value)}: only the first (0) and "
+                           f"last ({last}) grid index are supported in a condition yet")
+        return pred.negated() if p == "ne" else pred
+
+    def cond(self, eqn):
+        """pl.when(pred): the branch's ops run when the grid predicate holds."""
+        index, *operands = eqn.invars
+        pred = self.resolve(index)
+        if not isinstance(pred, GridPredicate) or len(eqn.params["branches"]) != 2:
+            self.fail(eqn, "a condition on data (lax.cond, or pl.when on a value) is not "
+                           "supported yet; pl.when on the first or last grid index is")
+        if self.when is not None:
+            self.fail(eqn, "a pl.when inside a pl.when is not supported yet")
+        if eqn.outvars:
+            self.fail(eqn, "a condition with results is not supported yet")
+        for branch, when in zip(eqn.params["branches"], (pred.negated(), pred)):
+            self.when = when
+            self.run(branch.jaxpr, [self.resolve(v) for v in operands])
+        self.when = None
+
+    def slice(self, eqn):
+        if eqn.params.get("strides") not in (None, (1,) * len(eqn.params["start_indices"])):
+            self.fail(eqn, "a strided slice is not supported yet")
+        x = self.value(eqn, eqn.invars[0])
+        for axis, (start, stop) in enumerate(zip(eqn.params["start_indices"],
+                                                 eqn.params["limit_indices"])):
+            if (start, stop) != (0, self.shapes[x][axis]):
+                shape = list(self.shapes[x])
+                shape[axis] = stop - start
+                x = self.emit(eqn, {"op": "slice", "in": [x], "axis": axis, "start": int(start),
+                                    "size": int(stop - start)}, shape)
+        self.ids[eqn.outvars[0]] = x
 
     def dtype(self, eqn, dtype) -> str:
         return dtype_name(dtype, f"{where(eqn)}: kernel {self.kernel}")
@@ -266,6 +416,28 @@ class BodyTranslator:
             out.shape)
 
 
+def without_dead_ops(ops: list[dict], first_temp: int) -> list[dict]:
+    """The ops whose results reach a store (as the compiler's dead-code elimination leaves them:
+    a cast to f32 whose only use was folded away), with their value ids renumbered in order from
+    `first_temp` (the ids below it are the kernel's operands and scratch)."""
+    live: set = set()
+    kept = []
+    for op in reversed(ops):
+        if op["op"] == "copy" or op["out"] in live:
+            live.update(op["in"])
+            kept.append(op)
+    kept.reverse()
+    renumber = {v: v for v in range(first_temp)}
+    for op in kept:
+        op["in"] = [renumber[v] for v in op["in"]]
+        if "into" in op:
+            op["into"] = renumber[op["into"]]
+        if "out" in op:
+            renumber[op["out"]] = len(renumber)
+            op["out"] = renumber[op["out"]]
+    return kept
+
+
 def affine_index_map(kernel: str, operand: str, closed, grid) -> list[dict]:
     """The index map as one affine expression per block dim, or ExportError if it is not affine."""
     def at(g):
@@ -337,7 +509,7 @@ def export_pallas_call(eqn, index: int, in_names: list[str]) -> tuple[dict, list
             "index_map": affine_index_map(name, array, bm.index_map_jaxpr, grid),
         })
     body = eqn.params["jaxpr"]
-    t = BodyTranslator(name)
+    t = BodyTranslator(name, grid)
     refs = [t.new_value(op["block"]) for op in operands]
     scratch = []
     for var in body.invars[len(operands):]:
@@ -353,7 +525,7 @@ def export_pallas_call(eqn, index: int, in_names: list[str]) -> tuple[dict, list
     kernel = {"name": name, "origin": "pallas", "grid": grid,
               "semantics": semantics(eqn, len(grid)),
               "inputs": operands[:gm.num_inputs], "outputs": operands[gm.num_inputs:],
-              "scratch": scratch, "ops": t.ops}
+              "scratch": scratch, "ops": without_dead_ops(t.ops, len(refs))}
     return kernel, out_names
 
 
@@ -361,22 +533,39 @@ def export(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
     """The program of `fn` applied to `args` (name, shape and dtype each)."""
     closed = jax.make_jaxpr(fn)(*[a for _, a in args])
     env = {var: n for var, (n, _) in zip(closed.jaxpr.invars, args)}
-    items = []
-    for eqn in closed.jaxpr.eqns:
-        if eqn.primitive.name != "pallas_call":
-            raise ExportError(f"{where(eqn)}: primitive '{eqn.primitive}' outside a Pallas kernel "
+    items: list[dict] = []
+    outs = export_calls(closed.jaxpr, [env[v] for v in closed.jaxpr.invars], items)
+    return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
+            "outputs": outs}
+
+
+def export_calls(jaxpr, in_names: list[str], items: list[dict]) -> list[str]:
+    """Appends the kernels of `jaxpr` to `items` (jit-wrapped calls inlined); returns the names
+    of its outputs."""
+    env = dict(zip(jaxpr.invars, in_names))
+    for eqn in jaxpr.eqns:
+        p = eqn.primitive.name
+        if p in ("jit", "pjit"):
+            inner = eqn.params["jaxpr"].jaxpr
+            ins = [operand_name(eqn, env, v) for v in eqn.invars]
+            env.update(zip(eqn.outvars, export_calls(inner, ins, items)))
+            continue
+        if p != "pallas_call":
+            raise ExportError(f"{where(eqn)}: primitive '{p}' outside a Pallas kernel "
                               f"is not supported yet (only pallas_calls export so far)")
-        ins = []
-        for v in eqn.invars:
-            if v not in env:
-                raise ExportError(f"{where(eqn)}: a kernel operand that is not an argument or a "
-                                  f"kernel output (a constant?) is not supported yet")
-            ins.append(env[v])
+        ins = [operand_name(eqn, env, v) for v in eqn.invars]
         kernel, outs = export_pallas_call(eqn, len(items), ins)
         items.append({"kernel": kernel})
         env.update(zip(eqn.outvars, outs))
-    return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
-            "outputs": [env[v] for v in closed.jaxpr.outvars]}
+    return [operand_name(None, env, v) for v in jaxpr.outvars]
+
+
+def operand_name(eqn, env: dict, var) -> str:
+    if var not in env:
+        place = f"{where(eqn)}: " if eqn is not None else ""
+        raise ExportError(f"{place}a kernel operand or result that is not an argument or a "
+                          f"kernel output (a constant?) is not supported yet")
+    return env[var]
 
 
 def check_data(fn, args, program: dict, seed: int = 0, make_inputs=None) -> dict:

@@ -71,6 +71,50 @@ TEST(ProgramImport, ImportsSimulatesAndComputes) {
   for (float v : arrays.at("y").data) EXPECT_EQ(v, 128.0f * 128.0f);
 }
 
+// A running sum over a sequential grid axis, as exported from pl.when: the accumulator in scratch
+// starts at the first step, the result is stored at the last; concat and slice on the way.
+const std::string kRunningSum = R"({
+ "format": "tpusim-program", "version": 1, "name": "running_sum",
+ "items": [{"kernel": {
+  "name": "running_sum", "origin": "pallas", "grid": [4], "semantics": ["arbitrary"],
+  "inputs": [{"name": "x", "shape": [64, 128], "dtype": "f32", "block": [16, 128],
+              "index_map": [{"offset": 0, "coeff": [1]}, {"offset": 0, "coeff": [0]}]}],
+  "outputs": [{"name": "y", "shape": [16, 128], "dtype": "f32", "block": [16, 128],
+               "index_map": [{"offset": 0, "coeff": [0]}, {"offset": 0, "coeff": [0]}]}],
+  "scratch": [{"name": "acc", "shape": [16, 128], "dtype": "f32"}],
+  "ops": [
+   {"op": "copy", "in": [0], "into": 2, "when": {"kind": "first", "axis": 0}},
+   {"op": "elementwise", "fn": "add", "in": [2, 0], "out": 3,
+    "when": {"kind": "not_first", "axis": 0}},
+   {"op": "copy", "in": [3], "into": 2, "when": {"kind": "not_first", "axis": 0}},
+   {"op": "concat", "in": [2, 2], "axis": 1, "out": 4},
+   {"op": "slice", "in": [4], "axis": 1, "start": 128, "size": 128, "out": 5},
+   {"op": "copy", "in": [5], "into": 1, "when": {"kind": "last", "axis": 0}}]}}],
+ "outputs": ["y"]
+}
+)";
+
+TEST(ProgramImport, WhensConcatAndSliceRunAsExported) {
+  const ImportedProgram p = import_program(write(kRunningSum));
+  const Kernel& k = *std::get<KernelCall>(p.program.items[0].what).kernel;
+  EXPECT_EQ(k.body[0].when.kind, When::first);
+  EXPECT_EQ(k.body[1].when.kind, When::not_first);
+  EXPECT_EQ(k.body[5].when.kind, When::last);
+  EXPECT_EQ(k.body[4].kind, OpKind::slice);
+  ArrayMap arrays;
+  arrays["x"] = HostArray::zeros({64, 128}, DType::f32);
+  for (size_t i = 0; i < arrays["x"].data.size(); ++i) arrays["x"].data[i] = float(i / 128);
+  execute(p.program, arrays);
+  // Row r of y: r + (r + 16) + (r + 32) + (r + 48).
+  const HostArray& y = arrays.at("y");
+  for (size_t i = 0; i < y.data.size(); ++i) EXPECT_EQ(y.data[i], 4.0f * float(i / 128) + 96.0f);
+  const std::string e = error_of([&] {
+    import_program(write(
+        replaced(kRunningSum, R"({"kind": "last", "axis": 0})", R"({"kind": "last", "axis": 1})")));
+  });
+  EXPECT_NE(e.find("ops[5].when.axis': grid axis 1 of a 1-axis grid"), std::string::npos) << e;
+}
+
 TEST(ProgramImport, JoinsTheCatalog) {
   const ImportedProgram p = import_program(write(kProgram));
   const kernels::CatalogEntry e = catalog_entry(p);
@@ -104,8 +148,8 @@ TEST(ProgramImport, BadFilesAreOneLineNamingThePlace) {
   e = error(replaced(kProgram, R"("source": "hand-written")", R"("sauce": 1)"));
   EXPECT_NE(e.find(":2:62: key 'sauce': unknown key"), std::string::npos) << e;
   e = error(replaced(kProgram, R"("axes": [1])", R"("axes": [1], "dtype": "bf17")"));
-  EXPECT_NE(e.find("ops[2].dtype': unknown field of a reduce op (known: op, name, in, out, fn, "
-                   "axes)"),
+  EXPECT_NE(e.find("ops[2].dtype': unknown field of a reduce op (known: op, name, in, when, out, "
+                   "fn, axes)"),
             std::string::npos)
       << e;
   e = error(replaced(kProgram, R"("fn": "add", "in": [2])", R"("fn": "pow", "in": [2])"));

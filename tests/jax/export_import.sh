@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End to end through the JAX bridge: export a user's Pallas kernel and a matmul with JAX's
-# outputs on random inputs, import them into tpusim, simulate them and check the interpreter
-# against JAX. Usage: export_import.sh TPUSIM SOURCE_DIR
+# End to end through the JAX bridge: export a user's Pallas kernel, a matmul, masks, the GDN
+# ladder and scan (forward and backward) with JAX's outputs on random inputs, import them into
+# tpusim, simulate them and check the interpreter against JAX. Usage: export_import.sh TPUSIM
+# SOURCE_DIR
 set -euo pipefail
 tpusim=$1
 src=$2
@@ -40,6 +41,27 @@ $py -m tpusim_jax export "$src/python/examples/gdn_invert_ladder.py:invert_ladde
 out=$("$tpusim" kernel import "$dir/ladder.json" --check "$dir/ladder.check.json")
 echo "$out" | head -1
 awk '/functional check/ { found = 1; e = $6 + 0 } END { exit !(found && e < 1e-5) }' <<<"$out"
+
+# The GDN inter-chunk scan forward and backward (python/examples/gdn_scan.py) on inputs a
+# training step meets: state handed over in VMEM scratch across the chunk axis, pl.when at the
+# first and last chunk; tpusim's interpreter (bf16 products as the TPU runs them) within the
+# check's tolerance of JAX's.
+chunk=1x3x8x64x128
+$py -m tpusim_jax export "$src/python/examples/gdn_scan.py:scan_fwd" \
+  --arg w=$chunk:bf16 --arg u=$chunk:bf16 --arg q=$chunk:bf16 --arg k=$chunk:bf16 \
+  --arg g=1x3x8x64x1:f32 --arg h0=1x8x128x128:f32 -o "$dir/scan.json" \
+  --check "$dir/scan.check.json" --inputs "$src/python/examples/gdn_scan.py:scan_inputs"
+out=$("$tpusim" kernel import "$dir/scan.json" --check "$dir/scan.check.json")
+echo "$out" | grep "functional check"
+[ "$(grep -c 'functional check gdn_scan_fwd.out[012]: .*: ok' <<<"$out")" -eq 3 ]
+$py -m tpusim_jax export "$src/python/examples/gdn_scan.py:scan_bwd" \
+  --arg w=$chunk:bf16 --arg u=$chunk:bf16 --arg q=$chunk:bf16 --arg k=$chunk:bf16 \
+  --arg g=1x3x8x64x1:f32 --arg h_saved=1x3x8x128x128:f32 --arg do=$chunk:bf16 \
+  --arg dh_final=1x8x128x128:f32 -o "$dir/scan_bwd.json" --check "$dir/scan_bwd.check.json" \
+  --inputs "$src/python/examples/gdn_scan.py:scan_bwd_inputs"
+out=$("$tpusim" kernel import "$dir/scan_bwd.json" --check "$dir/scan_bwd.check.json")
+echo "$out" | grep "functional check"
+[ "$(grep -c 'functional check gdn_scan_bwd.out[0-5]: .*: ok' <<<"$out")" -eq 6 ]
 
 # A refused export writes nothing and names the primitive; a bad program file is one error line.
 if $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:work_outside_kernels" \
