@@ -6,44 +6,99 @@
 #include <iostream>
 #include <memory>
 
+#include "app/hlo_import.h"
+#include "app/program_import.h"
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/step_report.h"
 #include "app/sweep.h"
 #include "app/validate.h"
 #include "cli/commands.h"
+#include "cli/simulate_output.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim::cli {
 
+namespace {
+
+// The compiler's view beside the simulation: its while loops and its memory analysis.
+void print_compiled(const HloProgram& h) {
+  for (const HloLoopSummary& l : h.loops)
+    std::cout << fmt::format("while {}: {} trips, {} ops per trip ({})\n", l.name, l.trips,
+                             l.body_items, l.op_name);
+  if (h.compile.is_null()) return;
+  const nlohmann::json& m = h.compile["memory"];
+  auto mib = [&](const char* k) { return m.value(k, int64_t{0}) / double(1 << 20); };
+  std::cout << fmt::format(
+      "compiler ({} for {}, libtpu {}): HBM {:.1f} MiB = arguments {:.1f} + outputs {:.1f} - "
+      "aliased {:.1f} + temporaries {:.1f} + code {:.1f}\n",
+      h.compile.value("device_kind", "?"), h.compile.value("topology", "?"),
+      h.compile["versions"].value("libtpu", "?"), mib("total_bytes"), mib("argument_bytes"),
+      mib("output_bytes"), mib("alias_bytes"), mib("temp_bytes"), mib("generated_code_bytes"));
+}
+
+}  // namespace
+
 Command run_command(CLI::App& app) {
   struct Args {
-    std::string file, json, trace;
+    std::string file, json, trace, program, hlo, chip;
+    Outputs out;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* c = app.add_subcommand("run", "predict a training step from a scenario file");
-  c->add_option("file", a->file, "scenario YAML")->required();
-  c->add_option("--json", a->json, "write machine-readable results to FILE");
-  c->add_option("--trace", a->trace,
-                "write a Chrome trace of one layer of each kind and the logits (no "
-                "optimizer, no collectives) to FILE");
-  return {c, [a] {
-            const Scenario sc = load_scenario(a->file);
-            const StepPrediction p = predict_step(sc.step);
-            OutputFiles files;
-            if (!a->json.empty()) files.stage(a->json, step_json(sc, p).dump(2) + "\n");
-            if (!a->trace.empty()) {
-              ChipSpec chip = sc.step.chip;
-              chip.host_dispatch_s = 0;
-              const RunResult r =
-                  simulate(chip, one_of_each_part(sc.step), {.record_timeline = true});
-              files.stage(a->trace, chrome_trace(r).dump() + "\n");
-            }
-            files.commit();
-            std::cout << step_summary_text(sc, p);
-          }};
+  CLI::App* c = app.add_subcommand(
+      "run",
+      "predict a training step from a scenario file, or simulate a program exported or "
+      "compiled by python -m tpusim_jax");
+  c->add_option("file", a->file, "scenario YAML");
+  auto* program = c->add_option("--program", a->program,
+                                "simulate a program JSON of python -m tpusim_jax export");
+  auto* hlo = c->add_option("--hlo", a->hlo,
+                            "simulate the compiled program in DIR (python -m tpusim_jax compile) "
+                            "or an HLO text file");
+  c->add_option("--chip", a->chip,
+                "chip for --program / --hlo (default: the compile's device, else v5e)");
+  a->out.add_to(c);
+  program->excludes(hlo);
+  return {
+      c, [a] {
+        if (!a->program.empty() || !a->hlo.empty()) {
+          if (!a->file.empty())
+            throw Error("run: give a scenario file, --program or --hlo, not several");
+          if (!a->hlo.empty()) {
+            const HloProgram h = import_hlo(a->hlo);
+            const std::string chip = !a->chip.empty() ? a->chip : h.chip.empty() ? "v5e" : h.chip;
+            run_and_report(load_chip(chip), h.program,
+                           {{"command", "run --hlo"}, {"hlo", a->hlo}, {"chip", chip}}, a->out);
+            print_compiled(h);
+            return;
+          }
+          const ImportedProgram p = import_program(a->program);
+          const std::string chip = a->chip.empty() ? "v5e" : a->chip;
+          run_and_report(load_chip(chip), p.program,
+                         {{"command", "run --program"}, {"program", p.name}, {"chip", chip}},
+                         a->out);
+          return;
+        }
+        if (a->file.empty()) throw Error("run: give a scenario file, --program or --hlo");
+        if (!a->chip.empty() || !a->out.svg.empty())
+          throw Error(
+              "run: --chip and --svg apply to --program and --hlo (a scenario names "
+              "its chip)");
+        const Scenario sc = load_scenario(a->file);
+        const StepPrediction p = predict_step(sc.step);
+        OutputFiles files;
+        if (!a->out.json.empty()) files.stage(a->out.json, step_json(sc, p).dump(2) + "\n");
+        if (!a->out.trace.empty()) {
+          ChipSpec chip = sc.step.chip;
+          chip.host_dispatch_s = 0;
+          const RunResult r = simulate(chip, one_of_each_part(sc.step), {.record_timeline = true});
+          files.stage(a->out.trace, chrome_trace(r).dump() + "\n");
+        }
+        files.commit();
+        std::cout << step_summary_text(sc, p);
+      }};
 }
 
 Command validate_command(CLI::App& app) {

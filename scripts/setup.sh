@@ -8,14 +8,29 @@ cd "$(dirname "$0")/.."
 
 python_bridge() {
   local stamp=.venv/installed-requirements.txt
-  if [ -f "$stamp" ] && cmp -s "$stamp" python/requirements.txt; then return 0; fi
+  if [ -f "$stamp" ] && cat python/requirements.txt python/maxtext-source.sha256 | cmp -s "$stamp" -; then
+    return 0
+  fi
   command -v python3 >/dev/null || { echo "setup: no python3: the JAX bridge is left out" >&2; return 0; }
   echo "setup: installing the JAX bridge's Python packages into .venv (about a minute)" >&2
   python3 -m venv .venv &&
     .venv/bin/pip install -q -r python/requirements.txt &&
     echo "$PWD/python" >"$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tpusim_jax.pth" &&
-    cp python/requirements.txt "$stamp" ||
+    maxtext_source &&
+    cat python/requirements.txt python/maxtext-source.sha256 >"$stamp" ||
     echo "setup: could not install python/requirements.txt: the JAX bridge is left out" >&2
+}
+
+# MaxText's wheel needs Python >= 3.12 and is not installed: the bridge reads the functions it
+# compiles from the downloaded wheel (python/tpusim_jax/maxtext_source.py), checked by its hash.
+maxtext_source() {
+  local wheel
+  wheel=$(awk '{print $2}' python/maxtext-source.sha256)
+  local version=${wheel#maxtext-}
+  version=${version%%-*}
+  .venv/bin/pip download -q --no-deps --python-version 3.12 --only-binary=:all: \
+    -d .venv/wheels "maxtext==$version" &&
+    (cd .venv/wheels && sha256sum -c --quiet ../../python/maxtext-source.sha256)
 }
 
 packages=(

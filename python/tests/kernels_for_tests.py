@@ -106,3 +106,8 @@ def when_on_a_middle_step(x):
         out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
     )(x)
+
+
+def dot_tanh(x, y):
+    """XLA work only: a bf16 dot and a tanh, which XLA fuses into one output fusion."""
+    return jnp.tanh(x @ y)

@@ -1,4 +1,5 @@
-"""`python -m tpusim_jax export MODULE:FUNCTION --arg NAME=SHAPE:DTYPE ... -o program.json`."""
+"""`python -m tpusim_jax export MODULE:FUNCTION --arg NAME=SHAPE:DTYPE ... -o program.json` and
+`python -m tpusim_jax compile MODULE:FUNCTION --topology v5e:2x2 --arg ... -o DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,9 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -56,12 +59,11 @@ def parse_arg(text: str) -> tuple[str, jax.ShapeDtypeStruct]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tpusim_jax",
-                                     description="export JAX functions to tpusim programs")
+                                     description="export JAX functions to tpusim programs, or "
+                                                 "compile them for a TPU topology")
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="trace MODULE:FUNCTION and write its tpusim program")
-    ex.add_argument("function", help="MODULE:FUNCTION (MODULE: a dotted name or a .py path)")
-    ex.add_argument("--arg", action="append", default=[], metavar="NAME=SHAPE:DTYPE",
-                    help="one positional argument of the function, in order")
+    function_args(ex)
     ex.add_argument("-o", "--output", required=True, help="the program JSON to write")
     ex.add_argument("--name", help="the program's name (default: FUNCTION)")
     ex.add_argument("--inputs", metavar="MODULE:FUNCTION",
@@ -70,17 +72,21 @@ def main(argv: list[str]) -> int:
     ex.add_argument("--check", metavar="FILE",
                     help="also write random inputs and JAX's outputs on them (Pallas interpreted "
                          "on the CPU) to FILE, for `tpusim kernel import PROGRAM --check FILE`")
+    co = sub.add_parser("compile", help="compile MODULE:FUNCTION for one chip of a TPU topology "
+                                        "with libtpu and write what the compiler decided")
+    function_args(co)
+    co.add_argument("--topology", required=True, metavar="NAME",
+                    help="a TPU topology as JAX names them: v5e:2x2, v6e:2x2, v5p:2x2x1")
+    co.add_argument("-o", "--output", required=True, metavar="DIR",
+                    help="the directory to write (optimized.hlo, compile.json, kernels.json, "
+                         "mosaic/); replaced whole when the compile succeeds")
     args = parser.parse_args(argv)
     try:
         fn = load_function(args.function)
         fn_args = [parse_arg(a) for a in args.arg]
-        program = export(fn, fn_args, args.name or args.function.partition(":")[2])
-        program["source"] = args.function
-        files = {args.output: json.dumps(program, indent=1) + "\n"}
-        if args.check:
-            make = load_function(args.inputs) if args.inputs else None
-            data = check_data(fn, fn_args, program, make_inputs=make)
-            files[args.check] = json.dumps(data, separators=(",", ":")) + "\n"
+        if args.command == "compile":
+            return compile_to(fn, fn_args, args)
+        files = export_files(fn, fn_args, args)
     except ExportError as e:
         print(f"tpusim_jax: error: {e}", file=sys.stderr)
         return 2
@@ -91,4 +97,42 @@ def main(argv: list[str]) -> int:
     for path, text in files.items():
         os.replace(path + ".tmp", path)
         print(f"wrote {path} ({len(text)} bytes)", file=sys.stderr)
+    return 0
+
+
+def function_args(parser) -> None:
+    parser.add_argument("function", help="MODULE:FUNCTION (MODULE: a dotted name or a .py path)")
+    parser.add_argument("--arg", action="append", default=[], metavar="NAME=SHAPE:DTYPE",
+                        help="one positional argument of the function, in order")
+
+
+def export_files(fn, fn_args, args) -> dict[str, str]:
+    program = export(fn, fn_args, args.name or args.function.partition(":")[2])
+    program["source"] = args.function
+    files = {args.output: json.dumps(program, indent=1) + "\n"}
+    if args.check:
+        make = load_function(args.inputs) if args.inputs else None
+        data = check_data(fn, fn_args, program, make_inputs=make)
+        files[args.check] = json.dumps(data, separators=(",", ":")) + "\n"
+    return files
+
+
+def compile_to(fn, fn_args, args) -> int:
+    """Compiles into a scratch directory beside DIR, then puts it in DIR's place."""
+    from tpusim_jax.compile import compile_for_topology
+    out = os.path.abspath(args.output)
+    scratch = tempfile.mkdtemp(prefix=os.path.basename(out) + ".", dir=os.path.dirname(out))
+    try:
+        result = compile_for_topology(fn, fn_args, args.topology, scratch, args.function)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(scratch, out)
+    mem = result["memory"]
+    print(f"compiled {args.function} for {args.topology} ({result['device_kind']}): "
+          f"HBM {mem['total_bytes'] / 2**20:.1f} MiB (arguments {mem['argument_bytes'] / 2**20:.1f}, "
+          f"outputs {mem['output_bytes'] / 2**20:.1f}, temporaries {mem['temp_bytes'] / 2**20:.1f}), "
+          f"{len(result['pallas_kernels'])} Pallas kernels", file=sys.stderr)
+    print(f"wrote {out}/ ({', '.join(sorted(os.listdir(out)))})", file=sys.stderr)
     return 0

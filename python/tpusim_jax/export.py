@@ -568,6 +568,32 @@ def operand_name(eqn, env: dict, var) -> str:
     return env[var]
 
 
+def collect_kernels(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
+    """Every pallas_call of `fn`, wherever it is (inside scans, loops, conditions, custom VJPs),
+    as a program of kernels with operands named KERNEL.inN / KERNEL.outN: what the compiler
+    import resolves the compiled program's Pallas custom calls to, by kernel name."""
+    closed = jax.make_jaxpr(fn)(*[a for _, a in args])
+    items: list[dict] = []
+    seen: set = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call":
+                kname = kernel_name(eqn, len(items))
+                if kname not in seen:
+                    seen.add(kname)
+                    ins = [f"{kname}.in{j}" for j in range(len(eqn.invars))]
+                    items.append({"kernel": export_pallas_call(eqn, len(items), ins)[0]})
+                continue
+            for sub in jcore.jaxprs_in_params(eqn.params):
+                walk(sub)
+
+    walk(closed.jaxpr)
+    return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
+            "outputs": [o for item in items for o in
+                        (x["name"] for x in item["kernel"]["outputs"])]}
+
+
 def check_data(fn, args, program: dict, seed: int = 0, make_inputs=None) -> dict:
     """Inputs, and JAX's outputs on them (Pallas in interpret mode on the CPU). The inputs are
     normal random values, or `make_inputs(key, [ShapeDtypeStruct...])`'s for a function whose

@@ -1,0 +1,45 @@
+// The TPU compiler's own program as a tpusim Program: the optimized HLO of
+// `python -m tpusim_jax compile` (or any HLO text), one item per instruction that does work.
+//  - A fusion (or a lone op) becomes an XLA-origin kernel sized from what the compiler chose:
+//    the bytes each operand is read (a slice's, not the whole array's; nothing for an operand the
+//    compiler placed in VMEM, S(1)), the bytes written (a dynamic-update-slice's update), the
+//    elementwise and transcendental work per element, and its dots and convolutions with their
+//    operand precision. The kernel streams those bytes in a 1-D grid of steps that fit the
+//    scoped VMEM, doing each step's share of the work (kernels/tiling.h).
+//  - A while loop becomes a program loop of its body's items with the trip count from the
+//    compiler's known_trip_count or from the loop condition (i < N from a constant start).
+//  - A Pallas custom call becomes the kernel of that name exported by the bridge (kernels.json).
+//  - Collectives become collectives over the replica group's size.
+// What has no model is an error naming the instruction, never a silent zero.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/hlo_text.h"
+#include "sim/ir/program.h"
+
+namespace tpusim {
+
+struct HloLoopSummary {
+  std::string name, op_name;
+  int64_t trips = 0;
+  int body_items = 0;  // instructions of the body that do work
+};
+
+struct HloProgram {
+  std::string path;        // the compile directory or the .hlo file
+  std::string chip;        // from the compile's device kind ("" for a bare .hlo file)
+  nlohmann::json compile;  // compile.json (memory and cost analyses, versions); null if absent
+  Program program;
+  std::vector<HloLoopSummary> loops;
+};
+
+// `path`: a directory written by `python -m tpusim_jax compile` or a file of HLO text.
+HloProgram import_hlo(const std::string& path);
+HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels);
+
+// tpusim's chip name for a JAX device kind ("TPU v5 lite" -> v5e), "" if unknown.
+std::string chip_of_device_kind(const std::string& kind);
+
+}  // namespace tpusim

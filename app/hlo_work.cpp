@@ -1,0 +1,343 @@
+#include "app/hlo_work.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kernels/tiling.h"
+#include "sim/error.h"
+#include "sim/ir/validate.h"
+
+namespace tpusim {
+
+DType dtype_of_hlo(const std::string& t) {
+  if (t == "bf16") return DType::bf16;
+  if (t == "s8" || t == "u8" || t == "pred") return DType::s8;
+  if (t == "s32" || t == "u32") return DType::s32;
+  return DType::f32;
+}
+
+namespace {
+
+const std::set<std::string> kTranscendental = {"exponential", "exponential-minus-one",
+                                               "log",         "log-plus-one",
+                                               "tanh",        "logistic",
+                                               "rsqrt",       "sqrt",
+                                               "cbrt",        "power",
+                                               "sine",        "cosine",
+                                               "tan",         "atan2",
+                                               "erf"};
+const std::set<std::string> kArithmetic = {"add",
+                                           "subtract",
+                                           "multiply",
+                                           "divide",
+                                           "maximum",
+                                           "minimum",
+                                           "compare",
+                                           "select",
+                                           "and",
+                                           "or",
+                                           "xor",
+                                           "not",
+                                           "negate",
+                                           "abs",
+                                           "convert",
+                                           "clamp",
+                                           "sign",
+                                           "floor",
+                                           "ceil",
+                                           "round-nearest-even",
+                                           "round-nearest-afz",
+                                           "remainder",
+                                           "shift-left",
+                                           "shift-right-logical",
+                                           "shift-right-arithmetic",
+                                           "is-finite",
+                                           "popcnt",
+                                           "count-leading-zeros"};
+
+std::vector<int64_t> numbers_after(const std::string& text, const std::string& key) {
+  std::vector<int64_t> out;
+  const auto at = text.find(key + "=");
+  if (at == std::string::npos) return out;
+  size_t i = at + key.size() + 1;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    size_t used = 0;
+    out.push_back(std::stoll(text.substr(i), &used));
+    i += used;
+    if (i < text.size() && text[i] == 'x') ++i;
+  }
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+Precision precision_of(const HloInstruction& in) {
+  const std::string p = in.attr("operand_precision");
+  if (p.find("highest") != std::string::npos) return Precision::highest;
+  if (p.find("high") != std::string::npos) return Precision::high;
+  return Precision::default_;
+}
+
+// A convolution as the TPU backend writes dots (dim_labels b: rows, f: columns, i: contracted,
+// digits: spatial); or a dot with its batch and contracting dims.
+HloDot dot_of(const HloComputation& comp, const HloInstruction& in, const std::string& file) {
+  const HloInstruction* lhs = comp.find(in.operands.at(0));
+  const HloInstruction* rhs = comp.find(in.operands.at(1));
+  if (!lhs || !rhs)
+    throw Error(fmt::format("{}:{}: '{}': operands not found", file, in.line, in.name));
+  HloDot d;
+  d.lhs = dtype_of_hlo(lhs->shape.dtype);
+  d.rhs = dtype_of_hlo(rhs->shape.dtype);
+  d.precision = precision_of(in);
+  if (in.opcode == "dot") {
+    auto dims = [&](const std::string& key) {
+      std::vector<int64_t> v;
+      const std::string a = in.attr(key);
+      for (size_t i = 0; i < a.size();)
+        if (std::isdigit(static_cast<unsigned char>(a[i]))) {
+          size_t used = 0;
+          v.push_back(std::stoll(a.substr(i), &used));
+          i += used;
+        } else {
+          ++i;
+        }
+      return v;
+    };
+    for (int64_t i : dims("lhs_batch_dims")) d.batch *= lhs->shape.dims.at(i);
+    for (int64_t i : dims("lhs_contracting_dims")) d.k *= lhs->shape.dims.at(i);
+    d.m = lhs->shape.elements() / (d.batch * d.k);
+    d.n = in.shape.elements() / (d.batch * d.m);
+    return d;
+  }
+  const std::string labels = in.attr("dim_labels");
+  const auto us = labels.find('_'), arrow = labels.find("->");
+  if (us == std::string::npos || arrow == std::string::npos)
+    throw Error(fmt::format("{}:{}: convolution '{}' without dim_labels", file, in.line, in.name));
+  const std::string rhs_l = labels.substr(us + 1, arrow - us - 1), out_l = labels.substr(arrow + 2);
+  int64_t spatial = 1;
+  d.m = d.n = 1;
+  for (size_t j = 0; j < out_l.size() && j < in.shape.dims.size(); ++j) {
+    if (out_l[j] == 'b')
+      d.m *= in.shape.dims[j];
+    else if (out_l[j] == 'f')
+      d.n *= in.shape.dims[j];
+    else
+      spatial *= in.shape.dims[j];
+  }
+  const auto i_at = rhs_l.find('i');
+  d.k = i_at < rhs->shape.dims.size() ? rhs->shape.dims[i_at] : 1;
+  const std::string window = in.attr("window");
+  const auto size = numbers_after(window, "size"), dilate = numbers_after(window, "lhs_dilate");
+  if (!dilate.empty() && dilate == size) {
+    d.batch = spatial;  // the batched dot: each output position sees one dilated input position
+  } else {
+    d.m *= spatial;
+    d.k *= product(size);
+  }
+  return d;
+}
+
+// The work of `in` inside `comp` (arithmetic, transcendental, dots), not its traffic.
+void add_ops(HloWork& w, const HloComputation& comp, const HloInstruction& in,
+             const std::string& file) {
+  const int64_t out = in.shape.is_tuple() ? 0 : in.shape.elements();
+  if (kTranscendental.count(in.opcode)) {
+    w.eup_elements += out;
+  } else if (kArithmetic.count(in.opcode)) {
+    w.vpu_elements += out;
+  } else if (in.opcode == "reduce" || in.opcode == "reduce-window") {
+    const HloInstruction* x = comp.find(in.operands.at(0));
+    const int64_t n = x ? x->shape.elements() : out;
+    w.vpu_elements +=
+        in.opcode == "reduce" ? n : n * product(numbers_after(in.attr("window"), "size"));
+  } else if (in.opcode == "convolution" || in.opcode == "dot") {
+    w.dots.push_back(dot_of(comp, in, file));
+  }
+}
+
+bool reads_a_slice(const HloInstruction& user) {
+  return user.opcode == "dynamic-slice" || user.opcode == "slice" || user.opcode == "gather";
+}
+
+// The HBM bytes a fusion reads of parameter `p`: a slice's where it is only sliced, nothing
+// where it is only updated in place, all of it otherwise; a nested fusion's use is its own.
+int64_t bytes_read(const HloModule& m, const HloComputation& fused, const HloInstruction& p) {
+  int64_t part = 0;
+  bool whole = false;
+  for (const HloInstruction& u : fused.instructions) {
+    for (size_t j = 0; j < u.operands.size(); ++j) {
+      if (u.operands[j] != p.name) continue;
+      if (j == 0 && reads_a_slice(u)) {
+        part += u.shape.bytes();
+      } else if (u.opcode == "fusion") {
+        const HloComputation& nested = m.computation(u.attr("calls"));
+        for (const HloInstruction& q : nested.instructions)
+          if (q.opcode == "parameter" && std::stoul(q.literal) == j)
+            part += bytes_read(m, nested, q);
+      } else if (!(j == 0 && u.opcode == "dynamic-update-slice")) {
+        whole = true;
+      }
+    }
+  }
+  return whole ? p.shape.bytes() : std::min(part, p.shape.bytes());
+}
+
+// Bytes written for one result: an in-place update writes its update.
+int64_t bytes_written(const HloComputation& comp, const HloInstruction* r) {
+  while (r && r->opcode == "bitcast") r = comp.find(r->operands.at(0));
+  if (r && r->opcode == "dynamic-update-slice") {
+    const HloInstruction* update = comp.find(r->operands.at(1));
+    return update ? update->shape.bytes() : r->shape.bytes();
+  }
+  return r ? r->shape.bytes() : 0;
+}
+
+const HloShape& element(const HloShape& s, size_t i) {
+  return s.is_tuple() && i < s.tuple.size() ? s.tuple[i] : s;
+}
+
+}  // namespace
+
+HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruction& in) {
+  HloWork w;
+  if (in.opcode != "fusion") {
+    // A lone op: it reads its operands (or their slices) and writes its result.
+    for (size_t j = 0; j < in.operands.size(); ++j) {
+      const HloInstruction* x = comp.find(in.operands[j]);
+      if (!x || x->shape.memory_space == 1 || x->shape.is_tuple()) continue;
+      if (x->opcode == "constant" && x->shape.elements() == 1) continue;  // a literal
+      int64_t b = x->shape.bytes();
+      if (j == 0 && reads_a_slice(in)) b = in.shape.bytes();
+      if (j == 0 && in.opcode == "dynamic-update-slice") b = 0;
+      if (b > 0) w.reads.push_back({x->name, dtype_of_hlo(x->shape.dtype), b});
+    }
+    if (in.shape.memory_space != 1 && !in.shape.is_tuple())
+      w.writes.push_back({in.name, dtype_of_hlo(in.shape.dtype), bytes_written(comp, &in)});
+    add_ops(w, comp, in, m.file);
+    return w;
+  }
+  const HloComputation& fused = m.computation(in.attr("calls"));
+  for (const HloInstruction& p : fused.instructions) {
+    if (p.opcode != "parameter") continue;
+    const size_t i = std::stoul(p.literal);
+    const HloInstruction* x = i < in.operands.size() ? comp.find(in.operands[i]) : nullptr;
+    if (p.shape.memory_space == 1 || (x && x->shape.memory_space == 1)) continue;
+    const int64_t b = bytes_read(m, fused, p);
+    if (b > 0) w.reads.push_back({x ? x->name : p.name, dtype_of_hlo(p.shape.dtype), b});
+  }
+  const HloInstruction& root = fused.root();
+  std::vector<const HloInstruction*> results;
+  if (root.opcode == "tuple")
+    for (const std::string& o : root.operands) results.push_back(fused.find(o));
+  else
+    results.push_back(&root);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const HloShape& s = element(in.shape, i);
+    if (s.memory_space == 1 || !results[i]) continue;
+    w.writes.push_back({fmt::format("{}.{}", in.name, i), dtype_of_hlo(s.dtype),
+                        bytes_written(fused, results[i])});
+  }
+  for (const HloInstruction& f : fused.instructions) add_ops(w, fused, f, m.file);
+  return w;
+}
+
+namespace {
+
+// Lanes per row of the 2-D views the synthesized kernels stream.
+constexpr int64_t kLanes = 128, kSublanes = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The kernel for `w` with `steps` grid steps (each step a 1/steps share of everything).
+std::shared_ptr<const Kernel> build(const std::string& name, const HloWork& w, int64_t steps) {
+  KernelBuilder kb(name, Origin::xla);
+  kb.grid({steps}, {DimSemantics::parallel});
+  const IndexMap by_step({axis(0), constant(0)});
+  // Blocks of whole (8, 128) tiles when the grid splits an array, else the whole array.
+  auto stream = [&](const HloTraffic& t) {
+    const int64_t elems = ceil_div(t.bytes, byte_size(t.dtype));
+    int64_t rows = std::max<int64_t>(1, ceil_div(elems, kLanes * steps));
+    if (steps > 1) rows = ceil_div(rows, kSublanes) * kSublanes;
+    return Tensor{t.name, {rows * steps, kLanes}, t.dtype};
+  };
+  for (const HloTraffic& t : w.reads) {
+    const Tensor a = stream(t);
+    kb.input(a, {a.shape[0] / steps, kLanes}, by_step);
+  }
+  for (const HloTraffic& t : w.writes) {
+    const Tensor a = stream(t);
+    kb.output(a, {a.shape[0] / steps, kLanes}, by_step);
+  }
+  auto per_step_rows = [&](int64_t elements) {
+    return std::max<int64_t>(1, ceil_div(elements, kLanes * steps));
+  };
+  if (w.vpu_elements > 0) {
+    const ValueId x = kb.temp("elementwise", {per_step_rows(w.vpu_elements), kLanes}, DType::f32);
+    kb.elementwise("VPU work", EwFn::add, {x, x}, -1);
+  }
+  if (w.eup_elements > 0) {
+    const ValueId x =
+        kb.temp("transcendental", {per_step_rows(w.eup_elements), kLanes}, DType::f32);
+    kb.elementwise("EUP work", EwFn::exp, {x}, -1);
+  }
+  for (const HloDot& d : w.dots) {
+    // The grid splits the batch where it can, else the rows.
+    const int64_t batch = d.batch % steps == 0 ? d.batch / steps : d.batch;
+    const int64_t m = d.batch % steps == 0 ? d.m : std::max<int64_t>(1, d.m / steps);
+    const ValueId lhs = kb.temp("lhs", {batch, m, d.k}, d.lhs);
+    const ValueId rhs = kb.temp("rhs", {batch, d.k, d.n}, d.rhs);
+    kb.dot(fmt::format("dot {}x{}x{}x{}", d.batch, d.m, d.k, d.n), lhs, rhs, DType::f32,
+           DotDims::batched(), d.precision);
+  }
+  return kb.build();
+}
+
+}  // namespace
+
+std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork& w) {
+  // The fewest steps (largest blocks, as XLA tiles) whose blocks and temporaries fit the budget
+  // and split the dots evenly.
+  for (int64_t steps = 1; steps <= (int64_t{1} << 20); steps *= 2) {
+    bool splits = true;
+    for (const HloDot& d : w.dots) splits = splits && (d.batch % steps == 0 || d.m % steps == 0);
+    if (!splits) break;
+    auto k = build(name, w, steps);
+    if (vmem_usage(*k).total_bytes <= kernels::kXlaVmemBudget) return k;
+  }
+  throw Error(fmt::format("'{}': no tiling of its work fits {} MiB of VMEM", name,
+                          kernels::kXlaVmemBudget >> 20));
+}
+
+std::shared_ptr<const Kernel> custom_call_kernel(const HloModule& m, const HloInstruction& in,
+                                                 const std::string& target) {
+  if (target != "InvertDiagBlocksLowerTriangular")
+    throw Error(fmt::format("{}:{}: custom call '{}' (target {}) has no model", m.file, in.line,
+                            in.name, target));
+  // XLA's TPU backend inverts the [C, C] diagonal blocks of a triangular solve in one custom
+  // call. Its algorithm is not public [assume: row-sequential, as PR #4348 describes the solve:
+  // C - 1 dependent row steps per block, each a multiply and a reduction over the block on the
+  // VPU, the block staying in VMEM]; a grid step per block.
+  const int64_t c = in.shape.dims.back();
+  const int64_t blocks = in.shape.elements() / (c * c);
+  KernelBuilder kb(
+      fmt::format("{} (row-sequential inversion of {} blocks of {}x{})", in.name, blocks, c, c),
+      Origin::xla);
+  kb.grid({blocks}, {DimSemantics::parallel});
+  const IndexMap by_block({axis(0), constant(0), constant(0)});
+  const ValueId l = kb.input({in.operands.at(0), {blocks, c, c}, DType::f32}, {1, c, c}, by_block);
+  const ValueId x = kb.output({in.name, {blocks, c, c}, DType::f32}, {1, c, c}, by_block);
+  ValueId row = kb.temp("row", {1, 1, c}, DType::f32);
+  for (int64_t i = 1; i < c; ++i)
+    row = kb.reduce(fmt::format("row {}", i),
+                    kb.elementwise(fmt::format("L x row {}", i), EwFn::mul, {l, row}, -1), {1});
+  kb.copy("X", kb.elementwise("rows", EwFn::add, {l, row}, -1), x);
+  return kb.build();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,37 @@
+#include "cli/simulate_output.h"
+
+#include <iostream>
+
+#include "app/report.h"
+#include "app/timeline_svg.h"
+
+namespace tpusim::cli {
+
+void Outputs::add_to(CLI::App* cmd) {
+  cmd->add_option("--json", json, "write machine-readable results to FILE");
+  cmd->add_option("--trace", trace, "write a Chrome trace-event JSON (open in Perfetto) to FILE");
+  cmd->add_option("--svg", svg, "write a timeline picture (SVG) to FILE");
+  cmd->add_option("--window-us", window_us,
+                  "time window of the SVG picture: FROM TO (microseconds)")
+      ->expected(2);
+}
+
+RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
+                         const Outputs& out) {
+  SimOptions opt;
+  opt.record_timeline = out.timeline();
+  RunResult r = simulate(chip, program, opt);
+  OutputFiles files;
+  if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
+  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
+  if (!out.svg.empty()) {
+    SvgWindow w;
+    if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};
+    files.stage(out.svg, timeline_svg(r, w));
+  }
+  files.commit();
+  std::cout << summary_text(r, chip);
+  return r;
+}
+
+}  // namespace tpusim::cli

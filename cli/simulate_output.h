@@ -1,0 +1,26 @@
+// What a simulating command writes besides its summary: --json, --trace, --svg (with
+// --window-us), staged and committed together so a failure leaves no partial files.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/chip_spec.h"
+#include "sim/ir/program.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::cli {
+
+struct Outputs {
+  std::string json, trace, svg;
+  std::vector<double> window_us;
+  void add_to(CLI::App* cmd);
+  bool timeline() const { return !trace.empty() || !svg.empty(); }
+};
+
+// Simulates `program`, writes the requested files and prints the summary; returns the result.
+RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
+                         const Outputs& out);
+
+}  // namespace tpusim::cli

@@ -1,0 +1,166 @@
+"""Compiles a JAX function for a TPU topology on this (TPU-less) host with libtpu, as MaxText's
+train_compile does, and writes what the compiler decided: the optimized HLO, its memory and cost
+analyses, and for every Pallas kernel the scoped VMEM Mosaic reserved and the instruction mix of
+its lowered body (Mosaic's LLO dump). tpusim imports the directory (`tpusim run --hlo DIR`).
+
+The program is placed on one chip (device 0 of the topology): the questions it answers are about
+one chip's schedule (how XLA lowers a solve or a scan, what Mosaic makes of a kernel body).
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import re
+import shutil
+from importlib import metadata
+
+from tpusim_jax.export import ExportError, collect_kernels
+
+FORMAT = "tpusim-compile"
+VERSION = 1
+
+# The kernel's entry function in Mosaic's final LLO module (the index maps are transform_N).
+_FUNC = re.compile(r"^\s*func\.func @([A-Za-z_][\w.]*)\(")
+_OP = re.compile(r"\b(llo\.[a-z_0-9]+)\b")
+# Scoped VMEM per Pallas custom call, in the compiled HLO's backend config.
+_SCOPED = re.compile(r'"used_scoped_memory_configs":\[\{"memory_space":"1","offset":"\d+",'
+                     r'"size":"(\d+)"\}\]')
+# The kernel's name: op_name ends in NAME/pallas_call.
+_KERNEL_NAME = re.compile(r'op_name="(?:[^"]*/)?([^"/]+)/pallas_call"')
+
+
+def mosaic_dump_flag(dump_dir: str) -> None:
+    """Asks libtpu to dump Mosaic's passes into `dump_dir`; must run before libtpu starts."""
+    flags = os.environ.get("LIBTPU_INIT_ARGS", "")
+    os.environ["LIBTPU_INIT_ARGS"] = f"{flags} --xla_mosaic_dump_to={dump_dir}".strip()
+
+
+# What libtpu is told this host is, so that it does not probe for TPU metadata and warn; the
+# compile target is the --topology, whatever this names.
+_HOST_ACCELERATOR = {"v5e": "v5litepod-4", "v6e": "v6e-4", "v5p": "v5p-8", "v4": "v4-8"}
+
+
+def topology(name: str):
+    """The compile-only devices of a TPU topology such as v5e:2x2 or v5p:2x2x1."""
+    from jax.experimental import topologies
+    generation = name.partition(":")[0]
+    os.environ.setdefault("TPU_ACCELERATOR_TYPE", _HOST_ACCELERATOR.get(generation, "v5litepod-4"))
+    os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+    try:
+        return topologies.get_topology_desc(platform="tpu", topology_name=name)
+    except Exception as e:  # libtpu's errors are RuntimeErrors of several kinds
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExportError(f"--topology {name}: libtpu refused it: {first}") from None
+
+
+def llo_op_counts(dump_dir: str) -> dict[str, dict[str, int]]:
+    """Per kernel name, the LLO instructions of its body in Mosaic's final module (one grid
+    step's straight-line code; the ops under a pl.when are counted once)."""
+    counts: dict[str, dict[str, int]] = {}
+    for path in sorted(glob.glob(os.path.join(dump_dir, "*post-finalize-llo.txt"))):
+        func, ops = None, collections.Counter()
+        with open(path) as f:
+            for line in f:
+                m = _FUNC.match(line)
+                if m:
+                    func = m.group(1)
+                    if not func.startswith("transform_") and func not in counts:
+                        ops = collections.Counter()
+                        counts[func] = ops
+                    continue
+                if func and not func.startswith("transform_") and counts.get(func) is ops:
+                    ops.update(_OP.findall(line))
+    return {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in counts.items()}
+
+
+def pallas_kernels(hlo: str, dump_dir: str) -> list[dict]:
+    """Each Pallas custom call of the compiled HLO: its kernel name, the scoped VMEM Mosaic
+    reserved for it, and its LLO instruction counts."""
+    llo = llo_op_counts(dump_dir)
+    kernels = []
+    for line in hlo.splitlines():
+        if 'custom_call_target="tpu_custom_call"' not in line:
+            continue
+        name_match = _KERNEL_NAME.search(line)
+        name = name_match.group(1) if name_match else "?"
+        scoped = _SCOPED.search(line)
+        kernels.append({"name": name,
+                        "scoped_vmem_bytes": int(scoped.group(1)) if scoped else None,
+                        "llo_ops": llo.get(name, {})})
+    return kernels
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("jax", "jaxlib", "libtpu"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: str) -> dict:
+    """Compiles `fn` on `args` (name, ShapeDtypeStruct) for one chip of the topology; writes
+    DIR/optimized.hlo and DIR/compile.json and returns the latter's content."""
+    import jax
+    from jax.sharding import SingleDeviceSharding
+
+    if versions()["libtpu"] == "not installed":
+        raise ExportError("compile needs libtpu (scripts/setup.sh installs the pinned version)")
+    dump = os.path.join(out_dir, "mosaic")
+    shutil.rmtree(dump, ignore_errors=True)
+    mosaic_dump_flag(dump)
+    topo = topology(topology_name)
+    device = topo.devices[0]
+    placed = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=SingleDeviceSharding(device))
+              for _, a in args]
+    # Pallas lowering asks the default device which TPU generation it targets.
+    with jax.default_device(device):
+        lowered = jax.jit(fn).lower(*placed)
+        compiled = lowered.compile()
+    hlo = compiled.as_text()
+    mem = compiled.memory_analysis()
+    cost = compiled.cost_analysis() or {}
+    if isinstance(cost, list):
+        cost = cost[0] if cost else {}
+    memory = {
+        "argument_bytes": mem.argument_size_in_bytes,
+        "output_bytes": mem.output_size_in_bytes,
+        "alias_bytes": mem.alias_size_in_bytes,
+        "temp_bytes": mem.temp_size_in_bytes,
+        "generated_code_bytes": mem.generated_code_size_in_bytes,
+    }
+    # What the chip's HBM must hold while the program runs: arguments, outputs not aliased to
+    # them, temporaries (XLA's buffer assignment peak) and the program itself.
+    memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"]
+                             - memory["alias_bytes"] + memory["temp_bytes"]
+                             + memory["generated_code_bytes"])
+    with open(os.path.join(out_dir, "optimized.hlo"), "w") as f:
+        f.write(hlo)
+    result = {
+        "format": FORMAT, "version": VERSION, "function": function,
+        "topology": topology_name, "device_kind": device.device_kind,
+        "args": [{"name": n, "shape": list(a.shape), "dtype": str(a.dtype)} for n, a in args],
+        "versions": versions(),
+        "memory": memory,
+        "cost": {k: float(cost[k]) for k in ("flops", "transcendentals", "bytes accessed",
+                                            "optimal_seconds") if k in cost},
+        "pallas_kernels": pallas_kernels(hlo, dump),
+        "hlo": "optimized.hlo",
+    }
+    # The Pallas kernels as tpusim programs, for the HLO import to resolve the custom calls.
+    result["kernels_program"] = None
+    try:
+        kernels = collect_kernels(fn, args, function)
+        if kernels["items"]:
+            result["kernels_program"] = "kernels.json"
+            with open(os.path.join(out_dir, "kernels.json"), "w") as f:
+                json.dump(kernels, f, indent=1)
+    except ExportError as e:
+        result["kernels_export_error"] = str(e)
+    with open(os.path.join(out_dir, "compile.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result

@@ -1,0 +1,146 @@
+// The TPU compiler's programs in tpusim: HLO text read strictly (shapes, tuples, memory spaces,
+// attributes; bad text is one error naming file:line:column), and programs compiled by
+// `python -m tpusim_jax compile` for a v5e topology (tests/data/hlo, made by
+// scripts/make_hlo_test_data.sh) imported with the work the compiler chose.
+#include "app/hlo_import.h"
+
+#include <gtest/gtest.h>
+
+#include "app/hlo_work.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+#include "tests/error_of.h"
+
+namespace tpusim {
+namespace {
+
+using testing::error_of;
+
+const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/hlo/";
+
+const char* kLoop =
+    R"(HloModule jit_loop, entry_computation_layout={(f32[8,128]{1,0})->f32[8,128]{1,0}}
+
+FileNames
+1 "loop.py"
+
+%body (p: (s32[], f32[8,128])) -> (s32[], f32[8,128]) {
+  %p = (s32[]{:T(128)}, f32[8,128]{1,0:T(8,128)S(1)}) parameter(0)
+  %i = s32[]{:T(128)} get-tuple-element(%p), index=0
+  %x = f32[8,128]{1,0:T(8,128)S(1)} get-tuple-element(%p), index=1
+  %one = s32[]{:T(128)} constant(1)
+  %next = s32[]{:T(128)} add(%i, %one)
+  %y = f32[8,128]{1,0:T(8,128)} exponential(%x), metadata={op_name="jit(f)/while/body/exp"}
+  ROOT %t = (s32[]{:T(128)}, /*index=1*/f32[8,128]{1,0:T(8,128)S(1)}) tuple(%next, %y)
+}
+
+%cond (q: (s32[], f32[8,128])) -> pred[] {
+  %q = (s32[]{:T(128)}, f32[8,128]{1,0:T(8,128)S(1)}) parameter(0)
+  %j = s32[]{:T(128)} get-tuple-element(%q), index=0
+  %n = s32[]{:T(128)} constant(12)
+  ROOT %lt = pred[]{:T(512)} compare(%j, %n), direction=LT
+}
+
+ENTRY %main (a: f32[8,128]) -> f32[8,128] {
+  %a = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %zero = s32[]{:T(128)} constant(2)
+  %init = (s32[]{:T(128)}, f32[8,128]{1,0:T(8,128)S(1)}) tuple(%zero, %a)
+  %w = (s32[]{:T(128)}, f32[8,128]{1,0:T(8,128)S(1)}) while(%init), condition=%cond, body=%body, metadata={op_name="jit(f)/while"}
+  ROOT %r = f32[8,128]{1,0:T(8,128)} get-tuple-element(%w), index=1
+}
+)";
+
+TEST(HloText, ReadsShapesTuplesMemorySpacesAndAttributes) {
+  const HloModule m = parse_hlo(kLoop, "loop.hlo");
+  EXPECT_EQ(m.name, "jit_loop");
+  ASSERT_EQ(m.computations.size(), 3u);
+  EXPECT_TRUE(m.entry().name == "main");
+  const HloInstruction& w = *m.entry().find("w");
+  EXPECT_EQ(w.opcode, "while");
+  EXPECT_EQ(w.attr("body"), "%body");
+  EXPECT_EQ(w.op_name(), "jit(f)/while");
+  ASSERT_TRUE(w.shape.is_tuple());
+  EXPECT_EQ(w.shape.tuple[1].memory_space, 1);  // S(1): VMEM
+  EXPECT_EQ(w.shape.bytes(), 4 + 8 * 128 * 4);
+  const HloInstruction& t = m.computation("body").root();
+  EXPECT_EQ(t.operands, (std::vector<std::string>{"next", "y"}));
+  EXPECT_EQ(m.computation("%cond").find("n")->literal, "12");
+}
+
+TEST(HloText, BadTextIsOneErrorNamingTheLineAndColumn) {
+  std::string e =
+      error_of([] { parse_hlo("ENTRY %m () -> f32[] {\n  %x = f33[2] add(%a)\n}\n", "b.hlo"); });
+  EXPECT_EQ(e, "b.hlo:2:11: expected a shape such as f32[8,128], found 'f33'") << e;
+  e = error_of([] { parse_hlo("ENTRY %m () -> f32[] {\n  %x = f32[2] add(%a\n}\n", "b.hlo"); });
+  EXPECT_NE(e.find("b.hlo:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("no ')' closes this"), std::string::npos) << e;
+  e = error_of([] { parse_hlo("ENTRY %m () -> f32[] {\n  %x = f32[2] add(%a)\n", "b.hlo"); });
+  EXPECT_EQ(e, "b.hlo: computation 'm' is not closed by '}'") << e;
+}
+
+TEST(HloImport, AWhileLoopsTripCountComesFromItsCondition) {
+  const HloProgram p = import_hlo_module(parse_hlo(kLoop, "loop.hlo"), {});
+  ASSERT_EQ(p.loops.size(), 1u);
+  EXPECT_EQ(p.loops[0].trips, 10);      // i from 2 while i < 12
+  EXPECT_EQ(p.loops[0].body_items, 1);  // the exponential (the counter's add is scalar work)
+  ASSERT_EQ(p.program.items.size(), 1u);
+  const Loop& loop = std::get<Loop>(p.program.items[0].what);
+  EXPECT_EQ(loop.trips, 10);
+  // The exponential reads x from VMEM (S(1)) and writes y to HBM: 4 KiB written, nothing read.
+  const HloModule m = parse_hlo(kLoop, "loop.hlo");
+  const HloWork w = work_of(m, m.computation("body"), *m.computation("body").find("y"));
+  EXPECT_TRUE(w.reads.empty());
+  ASSERT_EQ(w.writes.size(), 1u);
+  EXPECT_EQ(w.writes[0].bytes, 8 * 128 * 4);
+  EXPECT_EQ(w.eup_elements, 8 * 128);
+}
+
+TEST(HloImport, ADotFusionCarriesTheCompilersFlops) {
+  const HloProgram p = import_hlo(kData + "dot_tanh");
+  EXPECT_EQ(p.chip, "v5e");
+  const RunResult r = simulate(load_chip(p.chip), p.program);
+  // 2 x 256 x 512 x 256 on the MXU; XLA's cost analysis adds the tanh's 65536 elements twice.
+  EXPECT_EQ(r.flops, 2LL * 256 * 512 * 256);
+  EXPECT_NEAR(double(r.flops), p.compile["cost"]["flops"].get<double>(), 0.002 * r.flops);
+  // It reads both operands and writes the result once: 256 KiB + 256 KiB in, 128 KiB out.
+  EXPECT_EQ(r.hbm_write_bytes, 256 * 256 * 2);
+  EXPECT_EQ(r.hbm_read_bytes, 256 * 512 * 2 + 512 * 256 * 2);
+}
+
+TEST(HloImport, TheMaxTextMainPathsSolveAndScanAsCompiled) {
+  const HloProgram p = import_hlo(kData + "gdn_main_path");
+  // One while loop, the lax.scan over the 2 chunks; solve_triangular is no loop: the TPU backend
+  // inverts the diagonal blocks in one custom call.
+  ASSERT_EQ(p.loops.size(), 1u);
+  EXPECT_EQ(p.loops[0].trips, 2);
+  EXPECT_NE(p.loops[0].op_name.find("while"), std::string::npos);
+  int inversions = 0;
+  for (const ProgramItem& item : p.program.items)
+    if (const auto* k = std::get_if<KernelCall>(&item.what))
+      inversions += k->kernel->name.find("row-sequential inversion of 4 blocks of 128x128") !=
+                    std::string::npos;
+  EXPECT_EQ(inversions, 1);
+  // Dots: S, u, w and inv x I per (chunk, head) in the forward, 4 x 4 x 2 x 128^3; five per
+  // iteration of the scan over both heads, 2 x 5 x 2 x 2 x 128^3.
+  const RunResult r = simulate(load_chip("v5e"), p.program);
+  EXPECT_EQ(r.flops, 4LL * 4 * 2 * 128 * 128 * 128 + 2LL * 5 * 2 * 2 * 128 * 128 * 128);
+}
+
+TEST(HloImport, APallasCustomCallIsTheExportedKernel) {
+  const HloProgram p = import_hlo(kData + "gdn_scan_fwd");
+  bool found = false;
+  for (const ProgramItem& item : p.program.items)
+    if (const auto* k = std::get_if<KernelCall>(&item.what);
+        k && k->kernel->name == "gdn_scan_fwd") {
+      found = true;
+      EXPECT_EQ(k->kernel->grid, (std::vector<int64_t>{1, 1, 2}));
+    }
+  EXPECT_TRUE(found);
+  // Without the exported kernels the custom call is an error naming it.
+  const std::string e = error_of([] { import_hlo(kData + "gdn_scan_fwd/optimized.hlo"); });
+  EXPECT_NE(e.find("Pallas kernel 'gdn_scan_fwd'"), std::string::npos) << e;
+  EXPECT_NE(e.find("optimized.hlo:"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tpusim
