@@ -64,7 +64,7 @@ class Importer {
       out.program.items.back().stage = stage_of(in);
       return;
     }
-    for (const auto& k : kernels(comp, in)) out.program.add_kernel(k, {}, stage_of(in));
+    out.program.append(work(comp, in), stage_of(in));
   }
 
   bool is_free(const HloInstruction& in) const {
@@ -78,25 +78,39 @@ class Importer {
     return false;
   }
 
-  // The kernels one instruction runs (a nested while loop's body repeated its trip count).
-  std::vector<std::shared_ptr<const Kernel>> kernels(const HloComputation& comp,
-                                                     const HloInstruction& in) {
+  // What one instruction runs: kernels, and loops (a nested while, a custom call's own loop).
+  Program work(const HloComputation& comp, const HloInstruction& in) {
+    Program p;
     if (in.opcode == "custom-call") {
       const std::string target = unquoted(in.attr("custom_call_target"));
-      if (target == "tpu_custom_call") return {pallas_kernel(in)};
-      return {custom_call_kernel(m_, in, target)};
+      if (target == "tpu_custom_call")
+        p.add_kernel(pallas_kernel(in));
+      else
+        p = custom_call_program(m_, in, target);
+      for (ProgramItem& item : p.items) item.stage.clear();
+      return p;
     }
     if (in.opcode == "while") {
       auto [body, summary] = loop(comp, in);
       loops_.push_back(summary);
-      std::vector<std::shared_ptr<const Kernel>> all;
-      for (int64_t t = 0; t < summary.trips; ++t) all.insert(all.end(), body.begin(), body.end());
-      return all;
+      p.add_loop(in.name, body, summary.trips);
+      return p;
     }
     if (in.opcode == "conditional" || in.opcode == "call")
       throw Error(fmt::format("{}:{}: '{}' ({}) is not imported yet", m_.file, in.line, in.name,
                               in.opcode));
-    return {work_kernel(in.name, work_of(m_, comp, in))};
+    p.add_kernel(work_kernel(in.name, work_of(m_, comp, in)));
+    return p;
+  }
+
+  // A program's kernels in execution order, loops unrolled (a loop body holds kernels only).
+  static void flatten(const Program& p, std::vector<std::shared_ptr<const Kernel>>& out) {
+    for (const ProgramItem& item : p.items) {
+      if (const auto* k = std::get_if<KernelCall>(&item.what)) out.push_back(k->kernel);
+      if (const auto* l = std::get_if<Loop>(&item.what))
+        for (int64_t t = 0; t < l->trips; ++t)
+          out.insert(out.end(), l->body.begin(), l->body.end());
+    }
   }
 
   std::pair<std::vector<std::shared_ptr<const Kernel>>, HloLoopSummary> loop(
@@ -110,7 +124,7 @@ class Importer {
         throw Error(fmt::format("{}:{}: collective '{}' inside a while loop is not imported yet",
                                 m_.file, in.line, in.name));
       ++s.body_items;
-      for (const auto& k : kernels(body, in)) kernels_of_body.push_back(k);
+      flatten(work(body, in), kernels_of_body);
     }
     return {kernels_of_body, s};
   }

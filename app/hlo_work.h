@@ -19,6 +19,7 @@
 
 #include "app/hlo_text.h"
 #include "sim/ir/kernel.h"
+#include "sim/ir/program.h"
 
 namespace tpusim {
 
@@ -45,8 +46,8 @@ std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork
 
 // A custom call XLA's TPU backend emits itself (not a Pallas kernel); an Error for targets
 // without a model.
-std::shared_ptr<const Kernel> custom_call_kernel(const HloModule& m, const HloInstruction& in,
-                                                 const std::string& target);
+Program custom_call_program(const HloModule& m, const HloInstruction& in,
+                            const std::string& target);
 
 DType dtype_of_hlo(const std::string& hlo_dtype);
 

@@ -91,7 +91,9 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
   if (o.build == Build::ladder) {
     p.add_kernel(invert_vjp(s), {}, "bwd: inversion");
   } else {
-    p.append(xla_solve_triangular(s), "bwd: inversion");  // the transposed solve
+    // The transposed solve of the VJP reuses the recompute's inverse: the compiled training step
+    // holds two InvertDiagBlocksLowerTriangular calls, not three (docs/kernels/gdn.md).
+    p.add_kernel(xla_inverse_product(s), {}, "bwd: inversion");
     p.add_kernel(xla_solve_vjp_product(s), {}, "bwd: inversion");
   }
   p.add_kernel(xla_s_backward(s), {}, "bwd: S");

@@ -261,17 +261,24 @@ Program solve_triangular_tiled(const GdnShape& s, int64_t tb, int64_t hb) {
             kb.output({"x row tile", row_arr, DType::f32}, row_blk, tiles));
     p.add_loop("solve row loop", {kb.build()}, C - 1);
   }
+  return p;
+}
+
+// The final product of the expander: A = inv x b with b = I.
+std::shared_ptr<const Kernel> solve_product_tiled(const GdnShape& s, int64_t tb, int64_t hb) {
+  const int64_t C = s.chunk, N = s.chunks();
+  const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, hb, C, C}, view{tb * hb, C, C};
+  const IndexMap tiles({axis(0), axis(2), axis(1), constant(0), constant(0)});
   {
     KernelBuilder kb("solve inv x b (xla)", Origin::xla);
-    grid(kb);
+    kb.grid({s.batch, s.heads / hb, N / tb}, {kPar, kPar, kPar});
     const ValueId inv = kb.reshape("inv", kb.input({"x", arr, DType::f32}, blk, tiles), view);
     const ValueId b = kb.mask("b = I", kb.fill("1", kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
                               MaskKind::diagonal, 0, 0, view);
     kb.copy("store A", kb.dot("inv x b", inv, b, DType::f32, nn(), Precision::highest),
             kb.output({"A", arr, DType::f32}, blk, tiles));
-    p.add_kernel(kb.build());
+    return kb.build();
   }
-  return p;
 }
 
 bool fits_xla_budget(const Program& p) {
@@ -288,7 +295,7 @@ bool fits_xla_budget(const Program& p) {
 
 }  // namespace
 
-Program xla_solve_triangular(const GdnShape& s) {
+Program xla_invert_diagonal_blocks(const GdnShape& s) {
   // Like every XLA fusion, the tiles are as large as the scoped VMEM allows (chunks first, then
   // heads): small tiles would leave each iteration's 8.5 GB carry stream latency-bound.
   const int64_t N = s.chunks();
@@ -296,9 +303,27 @@ Program xla_solve_triangular(const GdnShape& s) {
   for (int64_t hb : kTileChoices)
     if (s.heads % hb == 0) {
       Program p = solve_triangular_tiled(s, tb, hb);
-      if (fits_xla_budget(p)) return p;
+      p.add_kernel(solve_product_tiled(s, tb, hb));
+      if (fits_xla_budget(p)) {
+        p.items.pop_back();
+        return p;
+      }
     }
   return solve_triangular_tiled(s, tb, 1);
+}
+
+Program xla_solve_triangular(const GdnShape& s) {
+  Program p = xla_invert_diagonal_blocks(s);
+  // The product uses the inversion's tiles.
+  const auto& row_step = *std::get<Loop>(p.items.back().what).body.front();
+  const int64_t tb = row_step.inputs[0].block_shape[1], hb = row_step.inputs[0].block_shape[2];
+  p.add_kernel(solve_product_tiled(s, tb, hb));
+  return p;
+}
+
+std::shared_ptr<const Kernel> xla_inverse_product(const GdnShape& s) {
+  const Program p = xla_solve_triangular(s);
+  return std::get<KernelCall>(p.items.back().what).kernel;
 }
 
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {

@@ -33,7 +33,13 @@ std::shared_ptr<const Kernel> xla_s_backward(const GdnShape& s);
 std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s);
 
 // Baselines.
-Program xla_solve_triangular(const GdnShape& s);  // also the transposed solve of its VJP
+Program xla_solve_triangular(const GdnShape& s);
+// The solve without its final inv x b product: what XLA's TPU backend runs as the custom call
+// InvertDiagBlocksLowerTriangular (docs/kernels/gdn.md, the compiled main path).
+Program xla_invert_diagonal_blocks(const GdnShape& s);
+// The VJP's transposed solve as the compiler runs it under remat: a HIGHEST product with the
+// inverse the recompute's solve made, not a second inversion (docs/kernels/gdn.md).
+std::shared_ptr<const Kernel> xla_inverse_product(const GdnShape& s);
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s);  // -tril(ct X^T), HIGHEST
 Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals);
 Program xla_lax_scan_backward(const GdnShape& s);

@@ -30,11 +30,87 @@ def main_path(q, k, v, g, beta):
     return o
 
 
-def main_path_train(q, k, v, g, beta):
+def _train(rule, remat):
     """Forward and backward as a training step runs them: the gradients of a scalar of o with
-    respect to every input (the cotangent of o is o itself, so nothing is constant-folded)."""
+    respect to every input (the cotangent of o is o itself, so nothing is constant-folded); with
+    `remat` the layer core is rematerialized (jax.checkpoint, as remat_policy full recomputes
+    the decoder layer in the backward pass)."""
+    def core(*args):
+        o, _ = rule(*args, chunk_size=CHUNK)
+        return o
+
     def loss(*args):
-        o = main_path(*args).astype(jnp.float32)
+        o = (jax.checkpoint(core) if remat else core)(*args).astype(jnp.float32)
         return 0.5 * jnp.sum(o * lax.stop_gradient(o))
 
-    return jax.grad(loss, argnums=(0, 1, 2, 3, 4))(q, k, v, g, beta)
+    return jax.grad(loss, argnums=(0, 1, 2, 3, 4))
+
+
+def main_path_train(q, k, v, g, beta):
+    return _train(_rule, remat=False)(q, k, v, g, beta)
+
+
+def main_path_train_remat(q, k, v, g, beta):
+    return _train(_rule, remat=True)(q, k, v, g, beta)
+
+
+# ---- MaxText PR #4577's doubling inverse in place of solve_triangular (measured_runs.md C4) ----
+
+
+@jax.custom_vjp
+def doubling_inverse(m):
+    """(I + S)^-1 for m = I + S, S strictly lower [..., C, C], by doubling as C4 describes it:
+    ceil(log2 C) steps of A <- tril(A + A E), E <- tril(E E, -1) from A = I, E = -S, at default
+    precision (this project's code from that description)."""
+    c = m.shape[-1]
+    eye = jnp.eye(c, dtype=m.dtype)
+    a, e = jnp.broadcast_to(eye, m.shape), eye - m
+    for _ in range(max(1, (c - 1).bit_length())):
+        a = jnp.tril(a + a @ e)
+        e = jnp.tril(e @ e, -1)
+    return a
+
+
+def _doubling_fwd(m):
+    a = doubling_inverse(m)
+    return a, a
+
+
+def _doubling_bwd(a, g):
+    at = a.swapaxes(-1, -2)
+    return (-(at @ g @ at),)
+
+
+doubling_inverse.defvjp(_doubling_fwd, _doubling_bwd)
+
+
+class _JaxWithDoublingSolve:
+    """`jax` for the MaxText function, except that scipy.linalg.solve_triangular(I + S, I, ...)
+    is the doubling inverse of I + S."""
+
+    class _Linalg:
+        @staticmethod
+        def solve_triangular(m, _identity, **_):
+            return doubling_inverse(m)
+
+    class _Scipy:
+        pass
+
+    scipy = _Scipy()
+    scipy.linalg = _Linalg()
+
+    def __getattr__(self, name):
+        return getattr(jax, name)
+
+
+_rule_doubling = function("maxtext/models/qwen3.py", "jax_chunk_gated_delta_rule",
+                          {"jax": _JaxWithDoublingSolve(), "jnp": jnp, "lax": lax, "Array": Any})
+
+
+def doubling_path_train(q, k, v, g, beta):
+    """main_path_train with the doubling inverse in place of solve_triangular (C4's 'after')."""
+    return _train(_rule_doubling, remat=False)(q, k, v, g, beta)
+
+
+def doubling_path_train_remat(q, k, v, g, beta):
+    return _train(_rule_doubling, remat=True)(q, k, v, g, beta)

@@ -48,6 +48,9 @@ def topology(name: str):
     generation = name.partition(":")[0]
     os.environ.setdefault("TPU_ACCELERATOR_TYPE", _HOST_ACCELERATOR.get(generation, "v5litepod-4"))
     os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+    # libtpu guards a TPU against two processes with /tmp/libtpu_lockfile; compiling owns no TPU,
+    # so concurrent compiles (a sweep, parallel tests) must not refuse each other.
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     try:
         return topologies.get_topology_desc(platform="tpu", topology_name=name)
     except Exception as e:  # libtpu's errors are RuntimeErrors of several kinds

@@ -8,6 +8,7 @@ src=$2
 py="$src/.venv/bin/python"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+trap 'cat "$dir"/log "$dir"/err 2>/dev/null' ERR
 
 $py -m tpusim_jax compile "$src/python/tests/kernels_for_tests.py:dot_tanh" --topology v5e:2x2 \
   --arg x=256x512:bf16 --arg y=512x256:bf16 -o "$dir/dot" 2>"$dir/log"
