@@ -119,6 +119,7 @@ class BodyReader {
       {"elementwise", {"out", "fn", "scalar"}},
       {"reduce", {"out", "fn", "axes"}},
       {"reshape", {"out", "shape"}},
+      {"broadcast", {"out", "shape"}},
       {"iota", {"out", "shape", "dtype", "axis"}},
       {"constant", {"out", "shape", "dtype", "value"}},
       {"dot", {"out", "dims", "precision", "dtype"}},
@@ -215,6 +216,10 @@ class BodyReader {
     if (kind == "reshape") {
       const Shape s = shape_of(m, "shape");
       return guarded(m, [&] { return b_.reshape(name, in[0], s, w); });
+    }
+    if (kind == "broadcast") {
+      const Shape s = shape_of(m, "shape");
+      return guarded(m, [&] { return b_.broadcast(name, in[0], s, w); });
     }
     if (kind == "concat") {
       const int axis = m.as<int>("axis", "an integer");

@@ -123,6 +123,20 @@ class ExportTest(unittest.TestCase):
         first = len(kern["inputs"]) + len(kern["outputs"]) + len(kern["scratch"])
         self.assertEqual(ids, list(range(first, first + len(ids))))
 
+    def test_ladder_iotas_stay_small_and_splits_are_shared_as_in_mosaic(self):
+        import gdn_invert_ladder
+        p = export(gdn_invert_ladder.invert_ladder, [arg("S", (1, 8, 2, 128, 128))], "ladder")
+        ops = p["items"][0]["kernel"]["ops"]
+        # broadcasted_iota((tile_n, C, C), 1) and (..., 2): the sequences along their own dims.
+        self.assertEqual(sorted(op["shape"] for op in ops if op["op"] == "iota"),
+                         [[1, 1, 128], [1, 128, 1]])
+        # Mosaic's canonicalized module: 42 truncf and 21 extf (7 levels, 3 operand splits each).
+        casts = [op["dtype"] for op in ops if op["op"] == "cast"]
+        self.assertEqual((casts.count("bf16"), casts.count("f32")), (42, 21))
+        # Only the mask, the identity and the result need the whole tile: one broadcast each
+        # of the identity, and S arrives whole.
+        self.assertLessEqual(sum(op["op"] == "broadcast" for op in ops), 2)
+
     def test_when_on_a_middle_grid_index_is_refused(self):
         with self.assertRaises(ExportError) as e:
             export(k.when_on_a_middle_step, [arg("x", (32, 128))], "mid")

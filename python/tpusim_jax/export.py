@@ -7,6 +7,7 @@ one line naming the primitive and the source line it came from; nothing is guess
 """
 from __future__ import annotations
 
+import json
 import random
 
 import jax
@@ -98,7 +99,8 @@ class BodyTranslator:
         self.ids: dict = {}      # jaxpr var -> value id
         self.shapes: dict = {}   # value id -> tpusim shape (reductions keep their axes)
         self.widened: dict = {}  # value id of an exact widening cast -> (its input, its dtype)
-        self.casts: dict = {}    # (value id, dtype) -> the value id of that cast
+        self.computed: dict = {}  # an op without its name and result -> the value it made
+        self.readers: dict = {}   # an op's inputs -> the keys of `computed` that read them
         self.outer = ""          # the place of the call being inlined
 
     def new_value(self, shape) -> int:
@@ -122,6 +124,15 @@ class BodyTranslator:
             return Const(float(var.val), var.aval.dtype)
         return self.ids[var]
 
+    def full(self, eqn, var) -> int:
+        """`var`'s value at its own shape: elementwise ops keep broadcast values small (an iota,
+        a broadcast_in_dim), the rest (dots, reductions, layout, stores) need them whole."""
+        v = self.value(eqn, var)
+        shape = list(var.aval.shape)
+        if self.shapes[v] == shape:
+            return v
+        return self.emit(eqn, {"op": "broadcast", "in": [v], "shape": shape}, shape)
+
     def value(self, eqn, var) -> int:
         v = self.resolve(var)
         if isinstance(v, Const):
@@ -129,9 +140,18 @@ class BodyTranslator:
         return v
 
     def emit(self, eqn, op: dict, shape) -> int:
+        """A new value computed by `op`, or the value an identical op made before (common
+        subexpressions are eliminated, as Mosaic's canonicalization does; a store to a ref
+        forgets the ops that read it)."""
+        key = json.dumps({k: v for k, v in op.items() if k != "name"}, sort_keys=True) + \
+            json.dumps(self.when.json() if self.when else None)
+        if key in self.computed:
+            return self.computed[key]
         out = self.new_value(shape)
         op["out"] = out
         self.append(eqn, op)
+        self.computed[key] = out
+        self.readers.setdefault(tuple(op["in"]), []).append(key)
         return out
 
     def append(self, eqn, op: dict):
@@ -167,17 +187,16 @@ class BodyTranslator:
                 self.ids[out] = self.emit(eqn, {"op": "reshape", "in": [ref], "shape": view},
                                           view)
         elif p == "swap":
-            ref, val = (self.value(eqn, v) for v in eqn.invars[:2])
+            ref, val = self.value(eqn, eqn.invars[0]), self.full(eqn, eqn.invars[1])
             view = self.ref_view(eqn, eqn.invars[2:])
-            if self.shapes[val] != view:
-                self.fail(eqn, f"a broadcast value {self.shapes[val]} written to a block "
-                               f"{view} is not supported yet")
             if view != self.shapes[ref]:
                 val = self.emit(eqn, {"op": "reshape", "in": [val], "shape": self.shapes[ref]},
                                 self.shapes[ref])
             self.append(eqn, {"op": "copy", "name": f"store {where(eqn)}", "in": [val],
                               "into": ref})
-            self.casts = {k: v for k, v in self.casts.items() if k[0] != ref}
+            for inputs in [i for i in self.readers if ref in i]:
+                for key in self.readers.pop(inputs):
+                    self.computed.pop(key, None)
             self.ids[out] = ref
         elif p == "program_id":
             self.ids[out] = GridIndex(int(eqn.params["axis"]))
@@ -190,7 +209,7 @@ class BodyTranslator:
         elif p == "cond":
             self.cond(eqn)
         elif p == "concatenate":
-            ins = [self.value(eqn, v) for v in eqn.invars]
+            ins = [self.full(eqn, v) for v in eqn.invars]
             self.ids[out] = self.emit(eqn, {"op": "concat", "in": ins,
                                             "axis": int(eqn.params["dimension"])},
                                       out.aval.shape)
@@ -202,7 +221,7 @@ class BodyTranslator:
         elif p == "convert_element_type":
             self.convert(eqn)
         elif p in REDUCTIONS:
-            x = self.value(eqn, eqn.invars[0])
+            x = self.full(eqn, eqn.invars[0])
             axes = sorted(int(a) for a in eqn.params["axes"])
             shape = [1 if i in axes else d for i, d in enumerate(self.shapes[x])]
             self.ids[out] = self.emit(eqn, {"op": "reduce", "fn": REDUCTIONS[p], "in": [x],
@@ -210,7 +229,7 @@ class BodyTranslator:
         elif p == "broadcast_in_dim":
             self.broadcast(eqn)
         elif p == "reshape":
-            x = self.value(eqn, eqn.invars[0])
+            x = self.full(eqn, eqn.invars[0])
             self.ids[out] = self.emit(eqn, {"op": "reshape", "in": [x],
                                             "shape": list(out.aval.shape)}, out.aval.shape)
         elif p in FOLDABLE and all(isinstance(self.resolve(v), Const) for v in eqn.invars):
@@ -227,10 +246,14 @@ class BodyTranslator:
         elif p in BINARY:
             self.binary(eqn, BINARY[p])
         elif p == "iota":
-            shape = list(eqn.params["shape"])
+            # An iota varies along one dim only: it is that 1-D sequence broadcast, as Mosaic
+            # lowers it (the ladder's masks: 119 vector divisions per grid step in the compiled
+            # kernel, docs/kernels/gdn.md), and tpusim's elementwise ops broadcast size-1 dims.
+            dim = int(eqn.params["dimension"])
+            shape = [d if i == dim else 1 for i, d in enumerate(eqn.params["shape"])]
             self.ids[out] = self.emit(eqn, {"op": "iota", "in": [], "shape": shape,
                                             "dtype": self.dtype(eqn, eqn.params["dtype"]),
-                                            "axis": int(eqn.params["dimension"])}, shape)
+                                            "axis": dim}, shape)
         elif p == "select_n":
             self.select(eqn)
         elif p == "dot_general":
@@ -254,11 +277,8 @@ class BodyTranslator:
             self.ids[eqn.outvars[0]] = x
         elif self.widened.get(x, (None, None))[1] == name:
             self.ids[eqn.outvars[0]] = self.widened[x][0]
-        elif (x, name) in self.casts:
-            self.ids[eqn.outvars[0]] = self.casts[(x, name)]
         else:
             out = self.emit(eqn, {"op": "cast", "in": [x], "dtype": name}, self.shapes[x])
-            self.casts[(x, name)] = out
             if jax.numpy.issubdtype(src, jax.numpy.floating) and \
                     jax.numpy.issubdtype(to, jax.numpy.floating) and to.itemsize > src.itemsize:
                 self.widened[out] = (x, self.dtype(eqn, src))
@@ -328,7 +348,7 @@ class BodyTranslator:
     def slice(self, eqn):
         if eqn.params.get("strides") not in (None, (1,) * len(eqn.params["start_indices"])):
             self.fail(eqn, "a strided slice is not supported yet")
-        x = self.value(eqn, eqn.invars[0])
+        x = self.full(eqn, eqn.invars[0])
         for axis, (start, stop) in enumerate(zip(eqn.params["start_indices"],
                                                  eqn.params["limit_indices"])):
             if (start, stop) != (0, self.shapes[x][axis]):
@@ -367,7 +387,11 @@ class BodyTranslator:
         x = self.value(eqn, eqn.invars[0])
         target = list(eqn.outvars[0].aval.shape)
         dims = list(eqn.params["broadcast_dimensions"])
+        # The value as tpusim holds it where it has the operand's rank (itself maybe a smaller
+        # broadcast), else the operand's shape (a reduction keeps its axes as 1s in tpusim).
         src = list(eqn.invars[0].aval.shape)
+        if len(self.shapes[x]) == len(src):
+            src = self.shapes[x]
         # The operand's dims placed where they land, size 1 elsewhere: tpusim's elementwise ops
         # broadcast numpy-style, so the value need not be materialised at the target shape.
         expanded = [src[dims.index(i)] if i in dims else 1 for i in range(len(target))]
@@ -405,7 +429,7 @@ class BodyTranslator:
         name = getattr(precision, "name", precision)
         if name not in PRECISIONS:
             self.fail(eqn, f"dot precision {precision} is not one tpusim models")
-        x, y = (self.value(eqn, v) for v in eqn.invars)
+        x, y = (self.full(eqn, v) for v in eqn.invars)
         out = eqn.outvars[0].aval
         self.ids[eqn.outvars[0]] = self.emit(
             eqn, {"op": "dot", "in": [x, y],

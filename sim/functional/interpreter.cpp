@@ -134,6 +134,8 @@ bool in_mask(MaskKind kind, int64_t i, int64_t j, int64_t rows, int64_t b) {
       return i == rows - 1;
     case MaskKind::diagonal:
       return i == j;
+    case MaskKind::all:
+      return true;
   }
   return true;
 }

@@ -8,15 +8,24 @@ namespace tpusim {
 
 bool When::holds(const GridIndex& g, const std::vector<int64_t>& grid) const {
   switch (kind) {
-    case always: return true;
-    case first: return g[axis] == 0;
-    case last: return g[axis] == grid[axis] - 1;
-    case not_first: return g[axis] != 0;
-    case not_last: return g[axis] != grid[axis] - 1;
-    case at_or_below: return g[axis] >= g[other];
-    case on_diagonal: return g[axis] == g[other];
-    case first_both: return g[axis] == 0 && g[other] == 0;
-    case last_both: return g[axis] == grid[axis] - 1 && g[other] == grid[other] - 1;
+    case always:
+      return true;
+    case first:
+      return g[axis] == 0;
+    case last:
+      return g[axis] == grid[axis] - 1;
+    case not_first:
+      return g[axis] != 0;
+    case not_last:
+      return g[axis] != grid[axis] - 1;
+    case at_or_below:
+      return g[axis] >= g[other];
+    case on_diagonal:
+      return g[axis] == g[other];
+    case first_both:
+      return g[axis] == 0 && g[other] == 0;
+    case last_both:
+      return g[axis] == grid[axis] - 1 && g[other] == grid[other] - 1;
   }
   return true;
 }
@@ -142,8 +151,8 @@ ValueId KernelBuilder::dot(std::string name, ValueId lhs, ValueId rhs, DType out
   return push(std::move(op), temp(std::move(name), std::move(s), out));
 }
 
-ValueId KernelBuilder::dot_into(std::string name, ValueId lhs, ValueId rhs, ValueId out, DotDims dims,
-                                Precision p, When when) {
+ValueId KernelBuilder::dot_into(std::string name, ValueId lhs, ValueId rhs, ValueId out,
+                                DotDims dims, Precision p, When when) {
   Op op;
   op.kind = OpKind::dot;
   op.name = std::move(name);
@@ -153,8 +162,8 @@ ValueId KernelBuilder::dot_into(std::string name, ValueId lhs, ValueId rhs, Valu
   op.when = when;
   const DotShape d = k_->dot_shape(op);
   if (num_elements(value(out).shape) != d.batch * d.m * d.n)
-    throw Error(fmt::format("kernel '{}': dot '{}' of {}x{}x{} into {}", k_->name, op.name, d.batch, d.m,
-                            d.n, to_string(value(out).shape)));
+    throw Error(fmt::format("kernel '{}': dot '{}' of {}x{}x{} into {}", k_->name, op.name, d.batch,
+                            d.m, d.n, to_string(value(out).shape)));
   return push(std::move(op), out);
 }
 
@@ -257,6 +266,10 @@ ValueId KernelBuilder::mask(std::string name, ValueId in, MaskKind kind, double 
                             to_string(v.shape), to_string(shape)));
   if (out < 0) out = temp(std::move(name), std::move(shape), t);
   return push(std::move(op), out);
+}
+
+ValueId KernelBuilder::broadcast(std::string name, ValueId in, Shape shape, When when) {
+  return mask(std::move(name), in, MaskKind::all, 0, 0, std::move(shape), when);
 }
 
 ValueId KernelBuilder::slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,

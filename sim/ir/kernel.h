@@ -105,6 +105,7 @@ enum class MaskKind : uint8_t {
   sibling_block,  // i/b != j/b and i/2b == j/2b: the off-diagonal b x b blocks of each 2b x 2b
   last_row,       // i == rows - 1
   diagonal,       // i == j
+  all,            // every element: a broadcast of the input to the mask's shape
 };
 
 // MXU precision as XLA/Pallas request it; the number of bf16 passes follows JAX-prec.
@@ -122,7 +123,11 @@ struct DotDims {
 // for causal attention, comparing axis `axis` (query block) with axis `other` (key block).
 struct When {
   enum Kind : uint8_t {
-    always, first, last, not_first, not_last,
+    always,
+    first,
+    last,
+    not_first,
+    not_last,
     at_or_below,  // g[axis] >= g[other]: the block is at least partly unmasked
     on_diagonal,  // g[axis] == g[other]: the block needs the causal mask
     first_both,   // g[axis] and g[other] both at their first index
@@ -215,6 +220,8 @@ class KernelBuilder {
   // is the sibling block size, or for lower masks a column offset (j + block compared with i).
   ValueId mask(std::string name, ValueId in, MaskKind kind, double fill = 0, int64_t block = 0,
                Shape shape = {}, When when = {}, ValueId out = -1);
+  // `in` materialized at a larger shape (size-1 dims stretched): one VPU store pass.
+  ValueId broadcast(std::string name, ValueId in, Shape shape, When when = {});
   ValueId slice(std::string name, ValueId in, int axis, int64_t start, int64_t size,
                 When when = {});
   ValueId concat(std::string name, std::vector<ValueId> inputs, int axis, When when = {});

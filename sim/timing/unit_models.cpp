@@ -48,8 +48,9 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
     case OpKind::cast:
     case OpKind::copy:
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
-    case OpKind::mask:  // iota, compare, select
-      return per_cycle(chip, 3 * vreg_count(out.shape), chip.vpu_simple_per_cycle);
+    case OpKind::mask:  // iota, compare, select; a broadcast only stores
+      return per_cycle(chip, (op.mask == MaskKind::all ? 1 : 3) * vreg_count(out.shape),
+                       chip.vpu_simple_per_cycle);
     case OpKind::reshape: {  // a view unless the minor (lane) dim changes: then a relayout
       const Shape& in = k.values.at(op.inputs.at(0)).shape;
       const bool same_lanes = !in.empty() && !out.shape.empty() && in.back() == out.shape.back();

@@ -17,7 +17,8 @@ std::shared_ptr<const Kernel> both_masks(bool jax_way = true) {
   kb.grid({1}, {DimSemantics::parallel});
   const Shape s{16, 16};
   const ValueId x = kb.input({"x", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
-  const ValueId by_op = kb.output({"by_op", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
+  const ValueId by_op =
+      kb.output({"by_op", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
   const ValueId by_jax =
       kb.output({"by_jax", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
   kb.mask("sibling", x, MaskKind::sibling_block, 0, 2, {}, {}, by_op);
@@ -77,6 +78,32 @@ TEST(MaskOps, IotaAndComparisonsTakeVpuTime) {
   const int64_t both = vpu_busy(simulate_kernel(testing::round_chip(), both_masks(true)));
   // 2 iotas + 4 divisions + eq + ne + and + fill (one vreg of [1, 1]) + select + store.
   EXPECT_EQ(both - mask_op, 2 * 1 + 4 * 4 + 3 * 1 + 1 + 1 + 1);
+}
+
+// A broadcast (an iota's row, a scalar) materialized at a larger shape: the value repeated, and one
+// VPU store pass over the result (the exporter emits it where a dot or a store needs the whole).
+TEST(MaskOps, ABroadcastRepeatsTheValueAtOneStorePerVreg) {
+  enum class Way { broadcast, iota, mask };
+  auto kernel = [](Way way) {
+    KernelBuilder kb("broadcast");
+    kb.grid({1}, {DimSemantics::parallel});
+    const Shape s{64, 16};
+    const ValueId y = kb.output({"y", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
+    const ValueId row = kb.iota("j", {1, 16}, DType::f32, 1);
+    const ValueId v = way == Way::broadcast ? kb.broadcast("b", row, s)
+                      : way == Way::iota    ? kb.iota("i", s, DType::f32, 1)
+                                            : kb.mask("m", row, MaskKind::lower, 0, -16, s);
+    kb.copy("store", v, y);
+    return kb.build();
+  };
+  ArrayMap arrays;
+  execute(*kernel(Way::broadcast), arrays);
+  for (int64_t i = 0; i < 64 * 16; ++i) EXPECT_EQ(arrays.at("y").data[i], float(i % 16));
+  // Round chip, 2 vreg ops per cycle: [64, 16] is 8 vregs. The broadcast is one pass (4 cycles)
+  // like an iota of that shape; a mask is three (iota, compare, select: 12 cycles).
+  auto busy = [&](Way w) { return vpu_busy(simulate_kernel(testing::round_chip(), kernel(w))); };
+  EXPECT_EQ(busy(Way::broadcast), busy(Way::iota));
+  EXPECT_EQ(busy(Way::mask) - busy(Way::broadcast), 8);
 }
 
 }  // namespace
