@@ -277,3 +277,29 @@ TEST_F(Cli, BadScenarioFails) {
 }
 
 }  // namespace
+
+// A program compiled by libtpu (committed: tests/data/hlo) on its own chip or another, and a
+// program exported from JAX, through `run`.
+TEST_F(Cli, RunHloAndProgram) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/hlo/";
+  CmdResult r = run(fmt::format("run --hlo {}gdn_main_path --json {}", data, path("h.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("chip v5e "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("while while.1: 2 trips"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compiler (TPU v5 lite for v5e:2x2, libtpu 0.0.42.1): HBM 1.2 MiB"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("h.json")));
+  EXPECT_EQ(j["config"]["command"], "run --hlo");
+  r = run(fmt::format("run --hlo {}dot_tanh --chip v6e", data));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("chip v6e "), std::string::npos) << r.out;
+  // Not both, and not a scenario's flags with a program.
+  expect_clean_failure(run(fmt::format("run --hlo {}dot_tanh --program x.json", data)),
+                       "--program excludes --hlo");
+  expect_clean_failure(run(fmt::format("run {}dot_tanh/compile.json --chip v6e", data)),
+                       "run: --chip and --svg apply to --program and --hlo");
+  r = run(fmt::format("run --program {}gdn_scan_fwd/kernels.json --chip v5p", data));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel gdn_scan_fwd [pallas] grid 1x1x2"), std::string::npos) << r.out;
+}
