@@ -38,7 +38,9 @@ const std::set<std::string> kFreeTargets = {"AllocateBuffer", "ConcatBitcast", "
 
 class Importer {
  public:
-  Importer(const HloModule& m, const Program& pallas) : m_(m), pallas_(pallas) {}
+  Importer(const HloModule& m, const Program& pallas,
+           const std::map<std::string, std::string>& kernel_of_call)
+      : m_(m), pallas_(pallas), kernel_of_call_(kernel_of_call) {}
 
   HloProgram run() {
     HloProgram out;
@@ -162,11 +164,15 @@ class Importer {
   }
 
   std::shared_ptr<const Kernel> pallas_kernel(const HloInstruction& in) const {
-    const std::string op = in.op_name();
-    const auto end = op.rfind("/pallas_call");
-    const std::string name = end == std::string::npos ? ""
-                                                      : op.substr(op.rfind('/', end - 1) + 1,
-                                                                  end - op.rfind('/', end - 1) - 1);
+    std::string name;
+    if (auto it = kernel_of_call_.find(in.name); it != kernel_of_call_.end()) {
+      name = it->second;
+    } else {
+      const std::string op = in.op_name();
+      const auto end = op.rfind("/pallas_call");
+      const auto start = end == std::string::npos ? end : op.rfind('/', end - 1);
+      if (end != std::string::npos) name = op.substr(start + 1, end - start - 1);
+    }
     for (const ProgramItem& item : pallas_.items)
       if (const auto* k = std::get_if<KernelCall>(&item.what); k && k->kernel->name == name)
         return k->kernel;
@@ -233,13 +239,15 @@ class Importer {
 
   const HloModule& m_;
   const Program& pallas_;
+  const std::map<std::string, std::string>& kernel_of_call_;
   std::vector<HloLoopSummary> loops_;
 };
 
 }  // namespace
 
-HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels) {
-  return Importer(module, pallas_kernels).run();
+HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels,
+                             const std::map<std::string, std::string>& kernel_of_call) {
+  return Importer(module, pallas_kernels, kernel_of_call).run();
 }
 
 HloProgram import_hlo(const std::string& path) {
@@ -265,7 +273,12 @@ HloProgram import_hlo(const std::string& path) {
     if (kernels != compile.end() && kernels->is_string())
       pallas = import_program((fs::path(path) / kernels->get<std::string>()).string()).program;
   }
-  HloProgram p = import_hlo_module(load_hlo(hlo_file), pallas);
+  std::map<std::string, std::string> kernel_of_call;
+  if (!compile.is_null() && compile.contains("pallas_kernels"))
+    for (const auto& k : compile["pallas_kernels"])
+      if (k.contains("instruction") && k.contains("name"))
+        kernel_of_call[k["instruction"].get<std::string>()] = k["name"].get<std::string>();
+  HloProgram p = import_hlo_module(load_hlo(hlo_file), pallas, kernel_of_call);
   p.path = path;
   p.compile = compile;
   if (!compile.is_null()) p.chip = chip_of_device_kind(compile.value("device_kind", ""));

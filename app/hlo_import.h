@@ -12,6 +12,7 @@
 //  - Collectives become collectives over the replica group's size.
 // What has no model is an error naming the instruction, never a silent zero.
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,7 +38,10 @@ struct HloProgram {
 
 // `path`: a directory written by `python -m tpusim_jax compile` or a file of HLO text.
 HloProgram import_hlo(const std::string& path);
-HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels);
+// `kernel_of_call`: a Pallas custom call's instruction name -> its kernel's name (compile.json);
+// without an entry the name is read from the op_name (".../NAME/pallas_call").
+HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels,
+                             const std::map<std::string, std::string>& kernel_of_call = {});
 
 // tpusim's chip name for a JAX device kind ("TPU v5 lite" -> v5e), "" if unknown.
 std::string chip_of_device_kind(const std::string& kind);

@@ -67,22 +67,36 @@ std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n,
   return kb.build();
 }
 
-std::shared_ptr<const Kernel> invert_vjp(const GdnShape& s) {
+Program invert_vjp(const GdnShape& s) {
   s.check();
-  return fit_xla_tile(s.chunks(), [&](int64_t tile) {
-    const int64_t C = s.chunk, N = s.chunks();
-    KernelBuilder kb("gdn invert vjp (xla)", Origin::xla);
-    kb.grid({s.batch, s.heads, N / tile}, {kPar, kPar, kPar});
-    const Shape array{s.batch, N, s.heads, C, C}, block{1, tile, 1, C, C}, view{tile, C, C};
-    const ValueId A = kb.reshape("A", kb.input({"A", array, DType::f32}, block, tile_map()), view);
-    const ValueId dA =
-        kb.reshape("dA", kb.input({"dA", array, DType::f32}, block, tile_map()), view);
-    const ValueId dS = kb.output({"dS", array, DType::f32}, block, tile_map());
-    const ValueId t1 = kb.dot("dA A^T", dA, A, DType::f32, nt(), Precision::highest);
-    const ValueId t2 = kb.dot("A^T (dA A^T)", A, t1, DType::f32, tn(), Precision::highest);
-    kb.copy("dS", kb.mask("-tril_(.)", kb.scale("-", t2, -1.0), MaskKind::strict_lower), dS);
-    return kb.build();
-  });
+  const int64_t C = s.chunk, N = s.chunks();
+  const Shape array{s.batch, N, s.heads, C, C};
+  // Two XLA fusions, as the compiled VJP has them (docs/kernels/gdn.md): the inner product's
+  // result goes through HBM to the second.
+  auto fusion = [&](const std::string& name, auto body) {
+    return fit_xla_tile(N, [&](int64_t tile) {
+      KernelBuilder kb(name, Origin::xla);
+      kb.grid({s.batch, s.heads, N / tile}, {kPar, kPar, kPar});
+      const Shape block{1, tile, 1, C, C}, view{tile, C, C};
+      auto in = [&](const std::string& n) {
+        return kb.reshape(n, kb.input({n, array, DType::f32}, block, tile_map()), view);
+      };
+      body(kb, in, kb.output({name, array, DType::f32}, block, tile_map()));
+      return kb.build();
+    });
+  };
+  Program p;
+  p.name = "gdn invert vjp (xla)";
+  p.add_kernel(fusion("dA A^T", [&](KernelBuilder& kb, auto in, ValueId out) {
+    kb.copy("store", kb.dot("dA A^T", in("dA"), in("A"), DType::f32, nt(), Precision::highest),
+            out);
+  }));
+  p.add_kernel(fusion("dS", [&](KernelBuilder& kb, auto in, ValueId out) {
+    const ValueId t2 =
+        kb.dot("A^T (dA A^T)", in("A"), in("dA A^T"), DType::f32, tn(), Precision::highest);
+    kb.copy("dS", kb.mask("-tril_(.)", kb.scale("-", t2, -1.0), MaskKind::strict_lower), out);
+  }));
+  return p;
 }
 
 }  // namespace tpusim::kernels::gdn

@@ -4,13 +4,15 @@
 //    per cell. X starts at I; for b = 1, 2, ..., C/2: X <- X - X (S_b X), S_b being S restricted
 //    to the off-diagonal b x b blocks of each 2b x 2b diagonal block. 2 log2(C) dependent C^3
 //    matmuls, each as three bf16 dots (hi*hi + hi*lo + lo*hi). It never forms powers of S.
-//  - invert_vjp: its custom VJP in XLA: dS = -A^T (dA A^T), HIGHEST, masked strictly lower.
+//  - invert_vjp: its custom VJP in XLA: dS = -A^T (dA A^T), HIGHEST, masked strictly lower, in two
+//    fusions as the compiler emits them.
 // Arrays: S, A, dA, dS are [B, N, H, C, C] f32.
 #pragma once
 #include <memory>
 
 #include "kernels/gdn/shape.h"
 #include "kernels/tiling.h"
+#include "sim/ir/program.h"
 
 namespace tpusim::kernels::gdn {
 
@@ -23,6 +25,6 @@ enum class LadderProducts { bf16x3, bf16_rounded };
 
 std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n,
                                             LadderProducts products = LadderProducts::bf16x3);
-std::shared_ptr<const Kernel> invert_vjp(const GdnShape& s);
+Program invert_vjp(const GdnShape& s);
 
 }  // namespace tpusim::kernels::gdn

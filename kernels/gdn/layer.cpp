@@ -89,7 +89,7 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
   }
   p.add_kernel(xla_wy_backward(s), {}, "bwd: WY");
   if (o.build == Build::ladder) {
-    p.add_kernel(invert_vjp(s), {}, "bwd: inversion");
+    p.append(invert_vjp(s), "bwd: inversion");
   } else {
     // The transposed solve of the VJP reuses the recompute's inverse: the compiled training step
     // holds two InvertDiagBlocksLowerTriangular calls, not three (docs/kernels/gdn.md).

@@ -74,3 +74,32 @@ def strictly_lower(key, shapes):
     """Check inputs: S strictly lower triangular, entries N(0, 0.1^2), as the ladder requires."""
     (s,) = shapes
     return [jnp.tril(jax.random.normal(key, s.shape, jnp.float32) * 0.1, k=-1)]
+
+
+@jax.custom_vjp
+def invert_unit_lower(s):
+    """The ladder with its VJP as gdn_kernels.md stage 3/3' gives it (MaxText's custom_vjp):
+    forward the Pallas ladder, backward dS = -tril(A^T (dA A^T), -1) in XLA, two f32 products at
+    HIGHEST."""
+    return invert_ladder(s)
+
+
+def _invert_fwd(s):
+    a = invert_ladder(s)
+    return a, a
+
+
+def _invert_bwd(a, da):
+    highest = jax.lax.Precision.HIGHEST
+    at = a.swapaxes(-1, -2)
+    ds = -jnp.matmul(at, jnp.matmul(da, at, precision=highest), precision=highest)
+    return (jnp.tril(ds, k=-1),)
+
+
+invert_unit_lower.defvjp(_invert_fwd, _invert_bwd)
+
+
+def invert_unit_lower_grad(s, w):
+    """The gradient with respect to S of sum(A * w), A = invert_unit_lower(S): the VJP's work,
+    for `python -m tpusim_jax compile` (XLA) after the forward's Pallas kernel."""
+    return jax.grad(lambda x: jnp.sum(invert_unit_lower(x) * w))(s)

@@ -37,6 +37,28 @@ class LadderTest(unittest.TestCase):
     def test_small_chunks_tile_n_4(self):
         self.check((2, 4, 3, 32, 32))
 
+    def test_vjp_against_autodiff_of_solve_triangular(self):
+        # The PR's gradient shape and tolerance (gdn_kernels.md 10: [1, 4, 2, 32, 32], 2e-3
+        # relative); a random cotangent rather than all ones, so every entry matters.
+        shape = (1, 4, 2, 32, 32)
+        s = strictly_lower(shape)
+        w = jax.random.normal(jax.random.PRNGKey(1), shape, jnp.float32)
+        eye = jnp.eye(shape[-1], dtype=jnp.float32)
+
+        def by_solve(x):
+            a = jax.scipy.linalg.solve_triangular(eye + jnp.tril(x, k=-1),
+                                                  jnp.broadcast_to(eye, x.shape),
+                                                  lower=True, unit_diagonal=True)
+            return jnp.sum(a * w)
+
+        with jax.default_matmul_precision("highest"):
+            want = jnp.tril(jax.grad(by_solve)(s), k=-1)
+            with pltpu.force_tpu_interpret_mode():
+                got = ladder.invert_unit_lower_grad(s, w)
+        err = float(jnp.max(jnp.abs(got - want)) / jnp.max(jnp.abs(want)))
+        self.assertLess(err, 2e-3, f"relative error of dS {err}")
+        self.assertEqual(float(jnp.max(jnp.abs(jnp.triu(got)))), 0.0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -8,6 +8,7 @@ one chip's schedule (how XLA lowers a solve or a scan, what Mosaic makes of a ke
 """
 from __future__ import annotations
 
+import base64
 import collections
 import glob
 import json
@@ -78,18 +79,24 @@ def llo_op_counts(dump_dir: str) -> dict[str, dict[str, int]]:
     return {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in counts.items()}
 
 
-def pallas_kernels(hlo: str, dump_dir: str) -> list[dict]:
-    """Each Pallas custom call of the compiled HLO: its kernel name, the scoped VMEM Mosaic
-    reserved for it, and its LLO instruction counts."""
+def pallas_kernels(hlo: str, dump_dir: str, names: list[str]) -> list[dict]:
+    """Each Pallas custom call of the compiled HLO: its instruction, its kernel's name (found in
+    the serialized Mosaic module it carries, among the exported kernels' `names`; else from the
+    op_name), the scoped VMEM Mosaic reserved for it, and its LLO instruction counts."""
     llo = llo_op_counts(dump_dir)
     kernels = []
     for line in hlo.splitlines():
         if 'custom_call_target="tpu_custom_call"' not in line:
             continue
+        instruction = re.match(r"\s*(?:ROOT\s+)?%?([^\s=]+)\s*=", line)
+        body = re.search(r'"body":"([^"]+)"', line)
+        module = base64.b64decode(body.group(1)) if body else b""
+        found = [n for n in names if n.encode() in module]
         name_match = _KERNEL_NAME.search(line)
-        name = name_match.group(1) if name_match else "?"
+        name = max(found, key=len) if found else name_match.group(1) if name_match else "?"
         scoped = _SCOPED.search(line)
-        kernels.append({"name": name,
+        kernels.append({"instruction": instruction.group(1) if instruction else "?",
+                        "name": name,
                         "scoped_vmem_bytes": int(scoped.group(1)) if scoped else None,
                         "llo_ops": llo.get(name, {})})
     return kernels
@@ -151,19 +158,21 @@ def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: s
         "memory": memory,
         "cost": {k: float(cost[k]) for k in ("flops", "transcendentals", "bytes accessed",
                                             "optimal_seconds") if k in cost},
-        "pallas_kernels": pallas_kernels(hlo, dump),
         "hlo": "optimized.hlo",
     }
     # The Pallas kernels as tpusim programs, for the HLO import to resolve the custom calls.
     result["kernels_program"] = None
+    names = []
     try:
         kernels = collect_kernels(fn, args, function)
+        names = [item["kernel"]["name"] for item in kernels["items"]]
         if kernels["items"]:
             result["kernels_program"] = "kernels.json"
             with open(os.path.join(out_dir, "kernels.json"), "w") as f:
                 json.dump(kernels, f, indent=1)
     except ExportError as e:
         result["kernels_export_error"] = str(e)
+    result["pallas_kernels"] = pallas_kernels(hlo, dump, names)
     with open(os.path.join(out_dir, "compile.json"), "w") as f:
         json.dump(result, f, indent=1)
     return result

@@ -123,7 +123,7 @@ TEST_P(Inversion, VjpMatchesFiniteDifferences) {
   arrays["S"] = pack(s, S);
   execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile(s.chunks())), arrays);
   arrays["dA"] = pack(s, R);
-  execute(*kernels::gdn::invert_vjp(s), arrays);
+  execute(kernels::gdn::invert_vjp(s), arrays);
   const std::vector<Mat> dS = unpack(s, arrays["dS"]);
   auto loss = [&] {
     double l = 0;
