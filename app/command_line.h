@@ -10,8 +10,8 @@
 namespace tpusim {
 
 // Parses argv into `app`; `program` names it in errors. Returns the exit code when the program
-// should stop now (0 after
-// --help, 2 after a usage error), nothing when it should go on.
+// should stop now (0 after --help or --version, 2 after a usage error), nothing when it should go
+// on.
 inline std::optional<int> parse_command_line(CLI::App& app, const char* program, int argc,
                                              char** argv) {
   try {
@@ -19,6 +19,8 @@ inline std::optional<int> parse_command_line(CLI::App& app, const char* program,
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "{}: error: {} (see --help)\n", program, e.what());

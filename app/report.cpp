@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/version.h"
 #include "sim/error.h"
 #include "sim/ir/validate.h"
 
@@ -78,6 +79,7 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config) {
   using nlohmann::json;
   json j;
+  j["tool"] = tool_json();
   j["config"] = config;
   j["chip"] = r.chip;
   j["time_s"] = r.time_s;
@@ -176,26 +178,39 @@ nlohmann::json chrome_trace(const RunResult& r) {
   return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
 }
 
-void OutputFiles::stage(const std::string& path, std::string content) {
-  if (!path.empty()) files_.emplace_back(path, std::move(content));
+void OutputFiles::stage(const std::string& path, std::string content, std::string how_to_open) {
+  files_.push_back({path, std::move(content), std::move(how_to_open)});
 }
+
+namespace {
+
+std::string size_text(size_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} bytes", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+}  // namespace
 
 void OutputFiles::commit() {
   namespace fs = std::filesystem;
   std::vector<std::string> temps;
-  for (const auto& [path, content] : files_) {
-    const std::string tmp = path + ".tmp";
+  for (const File& file : files_) {
+    const std::string tmp = file.path + ".tmp";
     std::ofstream f(tmp, std::ios::binary);
-    f << content;
+    f << file.content;
     f.close();
     if (!f) {
       for (const auto& t : temps) fs::remove(t);
       fs::remove(tmp);
-      throw Error(fmt::format("cannot write '{}'", path));
+      throw Error(fmt::format("cannot write '{}'", file.path));
     }
     temps.push_back(tmp);
   }
-  for (size_t i = 0; i < files_.size(); ++i) fs::rename(temps[i], files_[i].first);
+  for (size_t i = 0; i < files_.size(); ++i) fs::rename(temps[i], files_[i].path);
+  for (const File& file : files_)
+    fmt::print(stderr, "wrote {} ({}){}\n", file.path, size_text(file.content.size()),
+               file.how_to_open.empty() ? "" : ": " + file.how_to_open);
   files_.clear();
 }
 

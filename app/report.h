@@ -24,12 +24,20 @@ nlohmann::json chrome_trace(const RunResult& r);
 
 class OutputFiles {
  public:
-  void stage(const std::string& path, std::string content);
-  // Writes each staged file to a temporary name, then renames all of them into place.
+  // `how_to_open`: a hint printed after the file, e.g. where a trace opens.
+  void stage(const std::string& path, std::string content, std::string how_to_open = "");
+  // Writes each staged file to a temporary name, then renames all of them into place, and says
+  // on stderr what was written: "wrote PATH (SIZE)".
   void commit();
 
  private:
-  std::vector<std::pair<std::string, std::string>> files_;
+  struct File {
+    std::string path, content, how_to_open;
+  };
+  std::vector<File> files_;
 };
+
+// Where a Chrome trace-event file opens.
+inline constexpr const char* kTraceViewer = "open it in https://ui.perfetto.dev";
 
 }  // namespace tpusim

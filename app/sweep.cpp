@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/scenario.h"
+#include "app/version.h"
 #include "models/chip_loader.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
@@ -366,7 +367,10 @@ std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results) {
 }
 
 std::string sweep_json(const Sweep& s, const std::vector<PointResult>& results) {
-  nlohmann::json j = {{"sweep", s.name}, {"axes", s.axes}, {"points", nlohmann::json::array()}};
+  nlohmann::json j = {{"tool", tool_json()},
+                      {"sweep", s.name},
+                      {"axes", s.axes},
+                      {"points", nlohmann::json::array()}};
   if (s.kernel)
     j["kernel"] = s.kernel->name;
   else

@@ -1,5 +1,6 @@
 #include "app/validate.h"
 
+#include "app/version.h"
 #include "models/chip_loader.h"
 
 namespace tpusim {
@@ -7,7 +8,9 @@ namespace tpusim {
 std::string Validation::markdown() const { return validation_markdown(rows, blind); }
 
 nlohmann::json Validation::json() const {
-  nlohmann::json j = {{"rows", nlohmann::json::array()}};
+  nlohmann::json j = {
+      {"tool", tool_json()}, {"rows", nlohmann::json::array()}, {"blind", nlohmann::json::array()}};
+  for (const auto& [sc, p] : blind) j["blind"].push_back(step_json(sc, p));
   for (const ValidationRow& r : rows)
     j["rows"].push_back({{"scenario", r.scenario},
                          {"metric", r.metric},

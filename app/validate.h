@@ -17,7 +17,8 @@ struct Validation {
   std::vector<std::pair<Scenario, StepPrediction>> blind;
 
   std::string markdown() const;  // docs/validation.md
-  nlohmann::json json() const;   // {"rows": [{scenario, metric, predicted, measured, error_pct}]}
+  // {"tool", "rows": [{scenario, metric, predicted, measured, error_pct}], "blind": [step_json]}
+  nlohmann::json json() const;
 };
 
 // The default paths: the repository's calibration and blind scenarios.

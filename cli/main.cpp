@@ -3,12 +3,14 @@
 #include <iostream>
 
 #include "app/command_line.h"
+#include "app/version.h"
 #include "cli/commands.h"
 #include "sim/error.h"
 
 int main(int argc, char** argv) {
   using namespace tpusim::cli;
   CLI::App app{"tpusim: a TPU simulator and cost model for Pallas kernel schedules"};
+  app.set_version_flag("--version", tpusim::version_text(), "print the version and git revision");
   app.require_subcommand(1);
   std::vector<Command> commands = kernel_commands(app);
   for (Command c :

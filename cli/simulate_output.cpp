@@ -23,11 +23,11 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   RunResult r = simulate(chip, program, opt);
   OutputFiles files;
   if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
-  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n");
+  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n", kTraceViewer);
   if (!out.svg.empty()) {
     SvgWindow w;
     if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};
-    files.stage(out.svg, timeline_svg(r, w));
+    files.stage(out.svg, timeline_svg(r, w), "open it in a web browser");
   }
   files.commit();
   std::cout << summary_text(r, chip);

@@ -105,19 +105,22 @@ Command validate_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> paths;
     std::string json, markdown;
+    bool write = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
       "validate", "predicted against measured for every scenario with measured values");
   c->add_option("paths", a->paths,
                 "scenario files or folders (default: scenarios/calibration scenarios/blind)");
-  c->add_option("--json", a->json, "write the rows as JSON to FILE");
-  c->add_option("--markdown", a->markdown, "write the report to FILE (default docs/validation.md)");
+  c->add_option("--json", a->json, "write the rows and the blind predictions as JSON to FILE");
+  c->add_option("--markdown", a->markdown, "write the report to FILE");
+  c->add_flag("--write", a->write, "update the repository's docs/validation.md with the report");
   return {c, [a] {
             const Validation v = validate(a->paths.empty() ? default_validation_paths() : a->paths);
             const std::string md = v.markdown();
             OutputFiles files;
-            files.stage(a->markdown.empty() ? repo_path("docs/validation.md") : a->markdown, md);
+            if (a->write) files.stage(repo_path("docs/validation.md"), md);
+            if (!a->markdown.empty()) files.stage(a->markdown, md);
             if (!a->json.empty()) files.stage(a->json, v.json().dump(2) + "\n");
             files.commit();
             std::cout << md;

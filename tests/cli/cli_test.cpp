@@ -267,6 +267,41 @@ TEST_F(Cli, ValidateWritesRowsAndTheReport) {
   EXPECT_NE(slurp(path("v.md")).find("Median absolute error"), std::string::npos);
 }
 
+// validate writes only what it is asked to (the repository's docs/ only with --write), says what
+// it wrote, and its JSON holds the blind predictions and the tool's version.
+TEST_F(Cli, ValidateWritesNothingUnaskedAndItsJsonHasTheBlindRows) {
+  const fs::path doc = fs::path(TPUSIM_SOURCE_DIR) / "docs" / "validation.md";
+  const std::string before = slurp(doc);
+  const auto stamp = fs::last_write_time(doc);
+  const CmdResult r =
+      run(fmt::format("validate {0}/scenarios/calibration/c3/c3_01_v6e_llama3.1-8b.yaml "
+                      "{0}/scenarios/blind/b1_v6e-8_main.yaml --json {1}",
+                      TPUSIM_SOURCE_DIR, path("v.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(doc), before);
+  EXPECT_EQ(fs::last_write_time(doc), stamp);
+  EXPECT_EQ(files(), 1u);  // v.json only
+  EXPECT_NE(r.err.find("wrote " + path("v.json") + " ("), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(slurp(path("v.json")));
+  ASSERT_EQ(j["blind"].size(), 1u);
+  EXPECT_EQ(j["blind"][0]["scenario"], "b1_v6e-8_main");
+  EXPECT_GT(j["blind"][0]["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(j["tool"]["name"], "tpusim");
+  EXPECT_FALSE(j["tool"]["revision"].get<std::string>().empty());
+}
+
+TEST_F(Cli, VersionAndWroteLines) {
+  CmdResult r = run("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("tpusim 0.1 (git ", 0), 0u) << r.out;
+  r = run(fmt::format("{} --json {} --trace {}", kMatmul, path("r.json"), path("t.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote " + path("r.json") + " ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wrote " + path("t.json") + " ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("open it in https://ui.perfetto.dev"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("r.json")))["tool"]["version"], "0.1");
+}
+
 TEST_F(Cli, BadScenarioFails) {
   std::ofstream(path("bad.yaml")) << "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: "
                                      "2048\nbatch_per_chip: 6\nmesh: {fsdp: 3}\n";
