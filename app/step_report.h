@@ -29,6 +29,12 @@ std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPredicti
 
 // The validation report: every row, then the median and maximum absolute error, and the
 // predictions of the scenarios without measurements (the blind set).
+struct ErrorStats {
+  double median_pct = 0, max_pct = 0;  // of the absolute errors
+  size_t rows = 0;
+};
+ErrorStats error_stats(const std::vector<ValidationRow>& rows);
+
 std::string validation_markdown(const std::vector<ValidationRow>& rows,
                                 const std::vector<std::pair<Scenario, StepPrediction>>& blind);
 

@@ -1,5 +1,13 @@
 #include "app/validate.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "app/report.h"
 #include "app/version.h"
 #include "models/chip_loader.h"
 
@@ -20,16 +28,50 @@ nlohmann::json Validation::json() const {
   return j;
 }
 
-std::vector<std::string> default_validation_paths() {
-  return {repo_path("scenarios/calibration"), repo_path("scenarios/blind")};
+std::string Validation::summary() const {
+  std::string out;
+  if (const ErrorStats e = error_stats(rows); e.rows > 0) {
+    out += fmt::format(
+        "predicted against measured: {} rows, median |error| {:.1f}%, maximum {:.1f}%\n", e.rows,
+        e.median_pct, e.max_pct);
+    std::vector<const ValidationRow*> worst;
+    for (const ValidationRow& r : rows) worst.push_back(&r);
+    std::sort(worst.begin(), worst.end(),
+              [](auto* a, auto* b) { return std::abs(a->error_pct()) > std::abs(b->error_pct()); });
+    worst.resize(std::min<size_t>(worst.size(), 5));
+    out += "largest errors:\n";
+    for (const ValidationRow* r : worst)
+      out += fmt::format("  {:<32} {:<22} predicted {:<10.4g} measured {:<10.4g} {:+.1f}%\n",
+                         r->scenario, r->metric, r->predicted, r->measured, r->error_pct());
+  }
+  if (!blind.empty()) {
+    out += fmt::format("blind predictions ({}; measured results withheld):\n", blind.size());
+    for (const auto& [sc, p] : blind)
+      out += fmt::format("  {:<32} step {:.4g} s  {:.1f} tokens/s/chip  MFU {:.1f}%  HBM {}{}\n",
+                         sc.name, p.step_time_s, p.tokens_per_s_per_chip, 100 * p.mfu,
+                         format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "" : " (does not fit)");
+  }
+  return out;
 }
 
-Validation validate(const std::vector<std::string>& paths) {
+std::vector<std::string> default_validation_paths() {
+  std::vector<std::string> paths;
+  for (const char* dir : {"scenarios/calibration", "scenarios/blind"})
+    paths.push_back(std::filesystem::is_directory(dir) ? dir : repo_path(dir));
+  return paths;
+}
+
+Validation validate(const std::vector<std::string>& paths, const ValidationProgress& progress) {
   std::vector<Scenario> scenarios;
   for (const std::string& f : scenario_files(paths)) scenarios.push_back(load_scenario(f));
   Validation v;
-  for (const Scenario& sc : scenarios) {
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& sc = scenarios[i];
+    const auto start = std::chrono::steady_clock::now();
     const StepPrediction p = predict_step(sc.step);
+    if (progress)
+      progress(i, scenarios.size(), sc,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (sc.measured.empty()) v.blind.emplace_back(sc, p);
     for (const ValidationRow& r : validation_rows(sc, p)) v.rows.push_back(r);
   }

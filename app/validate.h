@@ -2,6 +2,7 @@
 // predicted, and compared with its measured values; the scenarios without measurements are the
 // blind predictions at the report's end.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -17,13 +18,20 @@ struct Validation {
   std::vector<std::pair<Scenario, StepPrediction>> blind;
 
   std::string markdown() const;  // docs/validation.md
+  // A few lines: the error statistics, the largest errors, the blind predictions.
+  std::string summary() const;
   // {"tool", "rows": [{scenario, metric, predicted, measured, error_pct}], "blind": [step_json]}
   nlohmann::json json() const;
 };
 
-// The default paths: the repository's calibration and blind scenarios.
+// The default paths: scenarios/calibration and scenarios/blind under the working directory when
+// it has them, else the repository's.
 std::vector<std::string> default_validation_paths();
 
-Validation validate(const std::vector<std::string>& paths);
+// Called after each scenario is predicted: its position, the count, and the seconds it took.
+using ValidationProgress =
+    std::function<void(size_t index, size_t count, const Scenario& s, double seconds)>;
+
+Validation validate(const std::vector<std::string>& paths, const ValidationProgress& progress = {});
 
 }  // namespace tpusim

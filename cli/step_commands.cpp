@@ -113,17 +113,23 @@ Command validate_command(CLI::App& app) {
   c->add_option("paths", a->paths,
                 "scenario files or folders (default: scenarios/calibration scenarios/blind)");
   c->add_option("--json", a->json, "write the rows and the blind predictions as JSON to FILE");
-  c->add_option("--markdown", a->markdown, "write the report to FILE");
+  c->add_option("--markdown", a->markdown,
+                "write the report to FILE ('-': print it instead of the summary)");
   c->add_flag("--write", a->write, "update the repository's docs/validation.md with the report");
   return {c, [a] {
-            const Validation v = validate(a->paths.empty() ? default_validation_paths() : a->paths);
+            const Validation v =
+                validate(a->paths.empty() ? default_validation_paths() : a->paths,
+                         [](size_t i, size_t n, const Scenario& s, double seconds) {
+                           fmt::print(stderr, "validate: [{}/{}] {} ({:.2f} s)\n", i + 1, n, s.name,
+                                      seconds);
+                         });
             const std::string md = v.markdown();
             OutputFiles files;
             if (a->write) files.stage(repo_path("docs/validation.md"), md);
-            if (!a->markdown.empty()) files.stage(a->markdown, md);
+            if (!a->markdown.empty() && a->markdown != "-") files.stage(a->markdown, md);
             if (!a->json.empty()) files.stage(a->json, v.json().dump(2) + "\n");
             files.commit();
-            std::cout << md;
+            std::cout << (a->markdown == "-" ? md : v.summary());
           }};
 }
 

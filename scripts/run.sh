@@ -6,7 +6,12 @@
 # `calibrate --write` update docs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh >/dev/null
+if [ -x build/tpusim ]; then
+  echo "run: updating build/tpusim" >&2
+else
+  echo "run: building build/tpusim (the first build takes a few minutes on 2 cores)" >&2
+fi
+bash scripts/build.sh tpusim >/dev/null
 build/tpusim calibrate
 echo
 build/tpusim validate scenarios/calibration scenarios/blind

@@ -282,6 +282,16 @@ TEST_F(Cli, ValidateWritesNothingUnaskedAndItsJsonHasTheBlindRows) {
   EXPECT_EQ(fs::last_write_time(doc), stamp);
   EXPECT_EQ(files(), 1u);  // v.json only
   EXPECT_NE(r.err.find("wrote " + path("v.json") + " ("), std::string::npos) << r.err;
+  // Progress per scenario on stderr; a short summary on stdout.
+  EXPECT_NE(r.err.find("validate: [2/2] "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("predicted against measured: 4 rows, median |error| ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("blind predictions (1; measured results withheld):\n  b1_v6e-8_main"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(run(fmt::format("validate {}/scenarios/blind/b1_v6e-8_main.yaml --markdown -",
+                            TPUSIM_SOURCE_DIR))
+                .out.rfind("# Validation", 0),
+            0u);
   const auto j = nlohmann::json::parse(slurp(path("v.json")));
   ASSERT_EQ(j["blind"].size(), 1u);
   EXPECT_EQ(j["blind"][0]["scenario"], "b1_v6e-8_main");
