@@ -333,19 +333,38 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
   return out;
 }
 
+// One CSV field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or a
+// line break (a mapping axis value such as {th: 8, tile_n: 4}, an error message).
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
 std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results) {
   std::string out = "index";
-  for (const std::string& a : s.axes) out += "," + a;
-  for (const SweepMetric& m : s.metrics()) out += "," + m.name;
+  for (const std::string& a : s.axes) {
+    out.push_back(',');
+    out += csv_field(a);
+  }
+  for (const SweepMetric& m : s.metrics()) {
+    out.push_back(',');
+    out += csv_field(m.name);
+  }
   out += ",error\n";
   for (const PointResult& r : results) {
     out += std::to_string(r.index);
-    for (const std::string& v : s.points[r.index].values) out += "," + v;
+    for (const std::string& v : s.points[r.index].values) {
+      out.push_back(',');
+      out += csv_field(v);
+    }
     if (!r.ok) {
-      std::string err = r.error;
-      for (char& c : err)
-        if (c == '"') c = '\'';
-      out += std::string(s.metrics().size() + 1, ',') + "\"" + err + "\"\n";
+      out += std::string(s.metrics().size() + 1, ',') + csv_field(r.error) + "\n";
       continue;
     }
     for (size_t m = 0; m < s.metrics().size(); ++m) {

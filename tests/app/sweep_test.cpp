@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -88,6 +89,27 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
             "index,seq,batch_per_chip,mesh.tensor,step_time_s,tokens_per_s_per_chip,tflops_per_"
             "chip,mfu,peak_hbm_bytes,"
             "fits_hbm,error");
+}
+
+// Axis values that are mappings hold commas: the CSV quotes them (RFC 4180), so a standard reader
+// (Python's csv module) sees the same fields in every row.
+TEST(Sweep, CsvWithAMappingAxisParsesWithAStandardReader) {
+  const fs::path dir = test_dir();
+  std::ofstream(dir / "base.yaml")
+      << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
+  std::ofstream(dir / "m.yaml")
+      << "name: m\nbase: base.yaml\naxes:\n  mesh: [{fsdp: 16}, {fsdp: 8, "
+         "tensor: 2}, {fsdp: 5, tensor: 3}]\n";
+  const Sweep s = load_sweep((dir / "m.yaml").string());
+  const std::string csv = sweep_csv(s, run_sweep(s, 1, 0, 1, [](int, int) {}));
+  EXPECT_NE(csv.find("\"{fsdp: 8, tensor: 2}\""), std::string::npos) << csv;
+  std::ofstream(dir / "m.csv") << csv;
+  const std::string check =
+      "python3 -c \"import csv,sys; rows=list(csv.reader(open(sys.argv[1]))); "
+      "sys.exit(not (len(rows) == 4 and len({len(r) for r in rows}) == 1 and "
+      "rows[2][1] == '{fsdp: 8, tensor: 2}' and 'fsdp 5' in rows[3][-1]))\" " +
+      (dir / "m.csv").string();
+  EXPECT_EQ(std::system(check.c_str()), 0) << csv;
 }
 
 // A sweep over a catalog kernel's knobs and chips: axes are knob names (checked against the
