@@ -1,6 +1,7 @@
 #include "app/sweep.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,7 +77,12 @@ PointResult run_point(const Sweep& s, const SweepPoint& p) {
     r.metrics = point_metrics(s, p);
     r.ok = true;
   } catch (const Error& e) {
-    r.error = e.what();
+    // The sweep file and the axis values that made the point: the base file's line means little.
+    std::vector<std::string> values;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      values.push_back(fmt::format("{}={}", s.axes[a], p.values[a]));
+    r.error =
+        fmt::format("{}: point {} ({}): {}", s.file, p.index, fmt::join(values, ", "), e.what());
   }
   return r;
 }

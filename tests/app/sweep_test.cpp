@@ -137,7 +137,10 @@ TEST(Sweep, KernelSweepsVaryCatalogKnobsAndChips) {
     const double direct = simulate(chip, s.kernel->program(chip, p.knobs)).time_s;
     EXPECT_EQ(r.metric(s, "time_s"), direct);
   }
-  EXPECT_EQ(results[1].error, "GDN inversion ladder: tile_n 3 must divide the 8 chunks");
+  EXPECT_EQ(results[1].error,
+            s.file +
+                ": point 1 (chip=v5e, tile-n=3): GDN inversion ladder: tile_n 3 must divide "
+                "the 8 chunks");
   const std::string csv = sweep_csv(s, results);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "index,chip,tile-n,time_s,tflops_per_s,hbm_bytes,vmem_peak_bytes,error");
