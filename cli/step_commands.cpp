@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -155,10 +156,17 @@ Command sweep_command(CLI::App& app) {
               throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
             const Sweep sw = load_sweep(a->file);
             const bool tty = isatty(fileno(stderr));
+            const auto start = std::chrono::steady_clock::now();
             const auto results = run_sweep(sw, a->jobs, si, sn, [&](int done, int total) {
               const int width = 40, filled = total ? width * done / total : width;
-              fmt::print(stderr, "{}[{}{}] {}/{} points", tty ? "\r" : "", std::string(filled, '#'),
-                         std::string(width - filled, '.'), done, total);
+              const double elapsed =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              const double rate = elapsed > 0 ? done / elapsed : 0;
+              const std::string eta =
+                  rate > 0 ? fmt::format("{:.0f} s", (total - done) / rate) : std::string("?");
+              fmt::print(stderr, "{}[{}{}] {}/{} points  {:.1f} points/s  elapsed {:.0f} s  eta {}",
+                         tty ? "\r" : "", std::string(filled, '#'),
+                         std::string(width - filled, '.'), done, total, rate, elapsed, eta);
               if (!tty || done == total) fmt::print(stderr, "\n");
             });
             const std::string stem =
