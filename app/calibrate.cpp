@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "models/chip_loader.h"
@@ -14,7 +15,13 @@ const std::string kC1 = "scenarios/calibration/c1/", kC3 = "scenarios/calibratio
 
 }  // namespace
 
-Calibration calibrate() {
+Calibration calibrate(const CalibrationProgress& progress) {
+  auto start = std::chrono::steady_clock::now();
+  auto done = [&](const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    if (progress) progress(what, std::chrono::duration<double>(now - start).count());
+    start = now;
+  };
   const ChipSpec v5e = load_chip("v5e");
   Calibration c;
   c.matmul = load_matmul_table(repo_path("scenarios/calibration/v5e_pallas_matmul.yaml"));
@@ -27,16 +34,20 @@ Calibration calibrate() {
     // The matmul fit searches its own constants from a fixed start; it sees this round's rest.
     const ChipSpec chip = with_constants(v5e, engine);
     engine.matmul = fit_constants(chip, c.matmul);
+    done(fmt::format("round {}: engine constants on the v5e matmul table", round + 1));
     engine.collectives = fit_collective_constants(with_constants(chip, engine.matmul), c.gather);
+    done(fmt::format("round {}: collective constants on the v5e AllGather", round + 1));
     c.fill_drain = fit_mxu_fill_drain(repo_path(kC1 + "c1_scan.yaml"),
                                       repo_path(kC1 + "c1_heads.yaml"), engine);
     engine.mxu_fill_drain_per_dim = c.fill_drain.value;
+    done(fmt::format("round {}: MXU fill/drain on C1's head batching", round + 1));
     if (engine.matmul.grid_step_overhead_cycles == before.matmul.grid_step_overhead_cycles &&
         engine.matmul.dma_latency_cycles == before.matmul.dma_latency_cycles &&
         engine.mxu_fill_drain_per_dim == before.mxu_fill_drain_per_dim)
       break;
   }
   c.vector_scale = fit_vector_rate_scale(repo_path(kC3 + "c3_01_v6e_llama3.1-8b.yaml"), engine);
+  done("v6e vector rate on C3 #1");
   const ChipSpec fitted = with_constants(v5e, engine);
   predict(fitted, c.matmul);
   predict(fitted, c.blind_matmul);

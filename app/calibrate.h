@@ -4,6 +4,7 @@
 // matmul table sees the fill/drain latency, C1 the matmul constants), so they repeat until the
 // values stop changing.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "app/collective_fit.h"
@@ -22,7 +23,9 @@ struct Calibration {
 };
 
 // Every data file is read from the repository (repo_path).
-Calibration calibrate();
+// Called after each fit with what was fitted and the seconds it took.
+using CalibrationProgress = std::function<void(const std::string& what, double seconds)>;
+Calibration calibrate(const CalibrationProgress& progress = {});
 
 // Stages what `calibrate --write` updates: shared.yaml, the fitted chip's file and
 // docs/calibration.md. Returns the paths staged.

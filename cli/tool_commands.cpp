@@ -71,13 +71,14 @@ Command calibrate_command(CLI::App& app) {
       "fit the engine constants to the v5e matmul table and print predicted against measured");
   c->add_flag("--write", *write, "update models/chips/shared.yaml and docs/calibration.md");
   return {c, [write] {
-            const Calibration cal = calibrate();
+            const Calibration cal = calibrate([](const std::string& what, double seconds) {
+              fmt::print(stderr, "calibrate: {} ({:.1f} s)\n", what, seconds);
+            });
             std::cout << cal.markdown;
             if (!*write) return;
             OutputFiles files;
-            const std::vector<std::string> paths = stage_calibration(cal, files);
+            stage_calibration(cal, files);
             files.commit();
-            std::cout << "\nwrote " << paths[0] << ", " << paths[1] << " and docs/calibration.md\n";
           }};
 }
 
