@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "app/version.h"
 #include "sim/error.h"
@@ -178,6 +179,10 @@ nlohmann::json chrome_trace(const RunResult& r) {
   return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
 }
 
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void OutputFiles::stage(const std::string& path, std::string content, std::string how_to_open) {
   files_.push_back({path, std::move(content), std::move(how_to_open)});
 }
@@ -194,20 +199,40 @@ std::string size_text(size_t bytes) {
 
 void OutputFiles::commit() {
   namespace fs = std::filesystem;
+  // Refuse what would fail halfway: two outputs with one path, a path that is a directory.
+  std::set<std::string> seen;
+  for (const File& file : files_) {
+    std::error_code ec;
+    if (!seen.insert(fs::weakly_canonical(file.path, ec).string()).second)
+      throw Error(fmt::format("'{}' is named for two outputs", file.path));
+    if (fs::is_directory(file.path, ec))
+      throw Error(fmt::format("cannot write '{}': it is a directory", file.path));
+  }
   std::vector<std::string> temps;
+  auto discard = [&] {
+    std::error_code ec;
+    for (const auto& t : temps) fs::remove(t, ec);
+  };
   for (const File& file : files_) {
     const std::string tmp = file.path + ".tmp";
     std::ofstream f(tmp, std::ios::binary);
     f << file.content;
     f.close();
+    temps.push_back(tmp);
     if (!f) {
-      for (const auto& t : temps) fs::remove(t);
-      fs::remove(tmp);
+      discard();
       throw Error(fmt::format("cannot write '{}'", file.path));
     }
-    temps.push_back(tmp);
   }
-  for (size_t i = 0; i < files_.size(); ++i) fs::rename(temps[i], files_[i].path);
+  for (size_t i = 0; i < files_.size(); ++i) {
+    std::error_code ec;
+    fs::rename(temps[i], files_[i].path, ec);
+    if (ec) {
+      discard();
+      throw Error(fmt::format("cannot write '{}': {}{}", files_[i].path, ec.message(),
+                              i > 0 ? " (the files before it were written)" : ""));
+    }
+  }
   for (const File& file : files_)
     fmt::print(stderr, "wrote {} ({}){}\n", file.path, size_text(file.content.size()),
                file.how_to_open.empty() ? "" : ": " + file.how_to_open);

@@ -37,6 +37,10 @@ class OutputFiles {
   std::vector<File> files_;
 };
 
+// JSON text of `j` (indented when indent >= 0); bytes that are not UTF-8 (a name from a file)
+// become U+FFFD instead of aborting the dump.
+std::string json_text(const nlohmann::json& j, int indent = -1);
+
 // Where a Chrome trace-event file opens.
 inline constexpr const char* kTraceViewer = "open it in https://ui.perfetto.dev";
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "app/report.h"
 #include "app/scenario.h"
 #include "app/version.h"
 #include "models/chip_loader.h"
@@ -294,7 +295,7 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
         close(fd[0]);
         FILE* out = fdopen(fd[1], "w");
         for (size_t i = w; i < mine.size(); i += jobs) {
-          std::fputs((to_json(s, run_point(s, *mine[i])).dump() + "\n").c_str(), out);
+          std::fputs((json_text(to_json(s, run_point(s, *mine[i]))) + "\n").c_str(), out);
           std::fflush(out);
         }
         std::fclose(out);
@@ -407,7 +408,7 @@ std::string sweep_json(const Sweep& s, const std::vector<PointResult>& results) 
     p["values"] = values;
     j["points"].push_back(p);
   }
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 }  // namespace tpusim

@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   } catch (const tpusim::Error& e) {
     std::cerr << "tpusim: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else is a bug, but still one line and no partial output (OutputFiles commits last).
+    std::cerr << "tpusim: error: internal error: " << tpusim::shortened(e.what()) << "\n";
+    return 2;
   }
   return 0;
 }

@@ -22,8 +22,8 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   opt.record_timeline = out.timeline();
   RunResult r = simulate(chip, program, opt);
   OutputFiles files;
-  if (!out.json.empty()) files.stage(out.json, result_json(r, chip, config).dump(2) + "\n");
-  if (!out.trace.empty()) files.stage(out.trace, chrome_trace(r).dump() + "\n", kTraceViewer);
+  if (!out.json.empty()) files.stage(out.json, json_text(result_json(r, chip, config), 2) + "\n");
+  if (!out.trace.empty()) files.stage(out.trace, json_text(chrome_trace(r)) + "\n", kTraceViewer);
   if (!out.svg.empty()) {
     SvgWindow w;
     if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};

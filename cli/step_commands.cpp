@@ -90,12 +90,12 @@ Command run_command(CLI::App& app) {
         const Scenario sc = load_scenario(a->file);
         const StepPrediction p = predict_step(sc.step);
         OutputFiles files;
-        if (!a->out.json.empty()) files.stage(a->out.json, step_json(sc, p).dump(2) + "\n");
+        if (!a->out.json.empty()) files.stage(a->out.json, json_text(step_json(sc, p), 2) + "\n");
         if (!a->out.trace.empty()) {
           ChipSpec chip = sc.step.chip;
           chip.host_dispatch_s = 0;
           const RunResult r = simulate(chip, one_of_each_part(sc.step), {.record_timeline = true});
-          files.stage(a->out.trace, chrome_trace(r).dump() + "\n");
+          files.stage(a->out.trace, json_text(chrome_trace(r)) + "\n");
         }
         files.commit();
         std::cout << step_summary_text(sc, p);
@@ -128,7 +128,7 @@ Command validate_command(CLI::App& app) {
             OutputFiles files;
             if (a->write) files.stage(repo_path("docs/validation.md"), md);
             if (!a->markdown.empty() && a->markdown != "-") files.stage(a->markdown, md);
-            if (!a->json.empty()) files.stage(a->json, v.json().dump(2) + "\n");
+            if (!a->json.empty()) files.stage(a->json, json_text(v.json(), 2) + "\n");
             files.commit();
             std::cout << (a->markdown == "-" ? md : v.summary());
           }};

@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
     if (w.knobs.compare) w.knobs.compare->entry().check(w.knobs.compare->knobs);
   } catch (const Error& e) {
     return fail(e.what());
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + shortened(e.what()));
   }
   w.chips = known_chips();
   return gui::run_window(w);

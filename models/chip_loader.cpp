@@ -146,10 +146,12 @@ ChipSpec load_chip(const std::string& name_or_path) {
   fs::path file = name_or_path;
   if (file.extension() != ".yaml") {
     file = chips / (name_or_path + ".yaml");
-    if (!fs::exists(file) || name_or_path == "shared") {
+    std::error_code ec;  // a name too long for the filesystem is just an unknown name
+    if (!fs::is_regular_file(file, ec) || name_or_path == "shared") {
       std::string list;
       for (const auto& n : known_chips()) list += (list.empty() ? "" : ", ") + n;
-      throw Error(fmt::format("unknown chip '{}' (known chips: {})", name_or_path, list));
+      throw Error(
+          fmt::format("unknown chip '{}' (known chips: {})", shortened(name_or_path), list));
     }
   }
   ChipSpec c;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <filesystem>
 
 #include "sim/error.h"
 
@@ -21,10 +22,21 @@ void yaml_fail(const std::string& file, const YAML::Node& at, const std::string&
 }
 
 YAML::Node yaml_load_file(const std::string& file) {
+  // A directory, a FIFO or a device where a file is expected; a path too long for the system.
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw Error(fmt::format(
+        "{}: cannot open file{}", shortened(file),
+        ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(fmt::format("{}: not a regular file (a directory, a pipe or a device?)", file));
   try {
     return YAML::LoadFile(file);
   } catch (const YAML::BadFile&) {
     throw Error(fmt::format("{}: cannot open file", file));
+  } catch (const std::ios_base::failure& e) {
+    throw Error(fmt::format("{}: cannot read file ({})", file, e.what()));
   } catch (const YAML::ParserException& e) {
     yaml_fail(file, e.mark, "", e.msg);
   }

@@ -18,4 +18,12 @@ class VmemError : public Error {
   using Error::Error;
 };
 
+// A user-given name or path as an error message quotes it: at most 80 characters, the rest
+// counted, so that a 300-byte name does not drown the message.
+inline std::string shortened(const std::string& text) {
+  constexpr size_t kMax = 80;
+  if (text.size() <= kMax) return text;
+  return text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 }  // namespace tpusim

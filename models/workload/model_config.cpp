@@ -54,10 +54,12 @@ ModelConfig load_model(const std::string& name_or_path) {
   fs::path file = name_or_path;
   if (file.extension() != ".yaml") {
     file = fs::path(models_dir()) / "workloads" / (name_or_path + ".yaml");
-    if (!fs::exists(file)) {
+    std::error_code ec;  // a name too long for the filesystem is just an unknown name
+    if (!fs::is_regular_file(file, ec)) {
       std::string list;
       for (const auto& n : known_models()) list += (list.empty() ? "" : ", ") + n;
-      throw Error(fmt::format("unknown model '{}' (known models: {})", name_or_path, list));
+      throw Error(
+          fmt::format("unknown model '{}' (known models: {})", shortened(name_or_path), list));
     }
   }
   const std::string f = file.string();

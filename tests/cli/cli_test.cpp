@@ -2,6 +2,7 @@
 // and bad input (one-line error, non-zero exit, no partial output files).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -347,4 +348,29 @@ TEST_F(Cli, RunHloAndProgram) {
   r = run(fmt::format("run --program {}gdn_scan_fwd/kernels.json --chip v5p", data));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("kernel gdn_scan_fwd [pallas] grid 1x1x2"), std::string::npos) << r.out;
+}
+
+// Inputs that used to abort (issue 18): each is one error line with exit 2 and no output files, or
+// (invalid UTF-8 in a name) a result whose JSON replaces the bad bytes.
+TEST_F(Cli, HostileInputsAreOneLineErrors) {
+  const std::string scenario = "chips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
+  fs::create_directories(path("a_dir"));
+  expect_clean_failure(run("run " + path("a_dir")), "a_dir: not a regular file");
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  expect_clean_failure(run("run " + path("fifo")), "fifo: not a regular file");
+  std::ofstream(path("long.yaml")) << "chip: " << std::string(300, 'x') << "\n" << scenario;
+  expect_clean_failure(run("run " + path("long.yaml")), "... (300 bytes)' (known chips:");
+  std::ofstream(path("ok.yaml")) << "chip: v5e\n" << scenario;
+  expect_clean_failure(run(fmt::format("run {} --json {}", path("ok.yaml"), path("a_dir"))),
+                       "cannot write '" + path("a_dir") + "': it is a directory");
+  expect_clean_failure(
+      run(fmt::format("run {} --json {} --trace {}", path("ok.yaml"), path("o"), path("o"))),
+      "is named for two outputs");
+  EXPECT_FALSE(fs::exists(path("o")));
+  std::ofstream(path("utf8.yaml")) << "name: \"\xff\xfe\"\nchip: v5e\n" << scenario;
+  const CmdResult r = run(fmt::format("run {} --json {}", path("utf8.yaml"), path("u.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("u.json")))["scenario"], "\xEF\xBF\xBD\xEF\xBF\xBD");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
 }

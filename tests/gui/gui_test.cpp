@@ -32,11 +32,16 @@ Png screenshot(const std::string& args, int* status) {
       ("tpusim_gui_" +
        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::create_directories(dir);
-  const fs::path out = dir / "shot.png";
+  // A fresh log and picture per call: xvfb-run's X server may still hold the previous call's log
+  // open and write into it at its old offset while it shuts down.
+  static int call = 0;
+  ++call;
+  const fs::path out = dir / fmt::format("shot{}.png", call);
+  const fs::path log_file = dir / fmt::format("log{}", call);
   fs::remove(out);
   const std::string cmd =
       fmt::format("xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --screenshot {} >{} 2>&1",
-                  TPUSIM_GUI, args, out.string(), (dir / "log").string());
+                  TPUSIM_GUI, args, out.string(), log_file.string());
   const int raw = std::system(cmd.c_str());
   *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   Png p;
@@ -46,7 +51,7 @@ Png screenshot(const std::string& args, int* status) {
     p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
     stbi_image_free(data);
   }
-  std::ifstream log(dir / "log");
+  std::ifstream log(log_file);
   p.log.assign(std::istreambuf_iterator<char>(log), {});
   return p;
 }
