@@ -34,7 +34,9 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
     const std::string key =
         path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
-      n[key] = value;
+      // A clone: assigning the sweep file's own node would merge that document's memory into
+      // every point's, and all the points' into one another (1,000 points took 23 GB).
+      n[key] = YAML::Clone(value);
       return;
     }
     if (!n[key] || !n[key].IsMap()) n[key] = YAML::Node(YAML::NodeType::Map);
