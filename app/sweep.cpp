@@ -172,7 +172,12 @@ kernels::KnobValue knob_value(const std::string& file, const kernels::Knob& k, c
 
 void load_scenario_sweep(const YamlMap& top, Sweep& s) {
   s.base_file = (fs::path(s.file).parent_path() / top.string("base")).lexically_normal().string();
-  const YAML::Node base = yaml_load_file(s.base_file);
+  YAML::Node base;
+  try {
+    base = yaml_load_file(s.base_file);
+  } catch (const Error& e) {
+    top.fail("base", e.what());  // the sweep file's line, then the base file's own error
+  }
   load_scenario(base, s.base_file);  // the base itself must be valid
   const auto values = axis_values(top, s, [&](const std::string& axis, const YAML::Node& at) {
     if (!is_scenario_key(axis))

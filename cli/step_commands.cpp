@@ -152,7 +152,9 @@ Command sweep_command(CLI::App& app) {
   c->add_option("--json", a->json, "JSON output (default: <sweep name>[.shard-i-of-n].json)");
   return {c, [a] {
             int si = 0, sn = 1;
-            if (std::sscanf(a->shard.c_str(), "%d/%d", &si, &sn) != 2)
+            int used = 0;
+            if (std::sscanf(a->shard.c_str(), "%d/%d%n", &si, &sn, &used) != 2 ||
+                used != static_cast<int>(a->shard.size()))
               throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
             const Sweep sw = load_sweep(a->file);
             const bool tty = isatty(fileno(stderr));

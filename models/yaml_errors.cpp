@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "sim/error.h"
 
@@ -21,6 +23,44 @@ void yaml_fail(const std::string& file, const YAML::Node& at, const std::string&
   yaml_fail(file, at.Mark(), key_path, what);
 }
 
+namespace {
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+// What yaml-cpp accepts silently: a key given twice in one mapping (the first would win), and
+// explicit tags (!!python/object, !custom) that the readers would ignore.
+void check_document(const std::string& file, const YAML::Node& n, const std::string& path) {
+  static const std::set<std::string> kPlain = {"",
+                                               "?",
+                                               "!",
+                                               "tag:yaml.org,2002:str",
+                                               "tag:yaml.org,2002:int",
+                                               "tag:yaml.org,2002:float",
+                                               "tag:yaml.org,2002:bool",
+                                               "tag:yaml.org,2002:null",
+                                               "tag:yaml.org,2002:map",
+                                               "tag:yaml.org,2002:seq"};
+  const std::string& tag = n.Tag();
+  if (!kPlain.count(tag))
+    yaml_fail(file, n, path, fmt::format("the tag '{}' is not supported (remove it)", tag));
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i)
+      check_document(file, n[i], fmt::format("{}[{}]", path, i));
+  } else if (n.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& kv : n) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+      if (kv.first.IsScalar() && !keys.insert(key).second)
+        yaml_fail(file, kv.first, child_path(path, key), "given twice in one mapping");
+      check_document(file, kv.second, child_path(path, key));
+    }
+  }
+}
+
+}  // namespace
+
 YAML::Node yaml_load_file(const std::string& file) {
   // A directory, a FIFO or a device where a file is expected; a path too long for the system.
   std::error_code ec;
@@ -32,7 +72,11 @@ YAML::Node yaml_load_file(const std::string& file) {
   if (!std::filesystem::is_regular_file(status))
     throw Error(fmt::format("{}: not a regular file (a directory, a pipe or a device?)", file));
   try {
-    return YAML::LoadFile(file);
+    std::vector<YAML::Node> docs = YAML::LoadAllFromFile(file);
+    if (docs.size() > 1) yaml_fail(file, docs[1], "", "a second YAML document: a file holds one");
+    YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    check_document(file, root, "");
+    return root;
   } catch (const YAML::BadFile&) {
     throw Error(fmt::format("{}: cannot open file", file));
   } catch (const std::ios_base::failure& e) {

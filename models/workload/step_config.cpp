@@ -7,6 +7,12 @@ namespace tpusim {
 void check_config(const StepConfig& c) {
   const ModelConfig& m = c.model;
   const Mesh& x = c.mesh;
+  // Each axis at most the slice first: the product of absurd sizes would overflow.
+  for (const auto& [axis, size] :
+       {std::pair{"fsdp", x.fsdp}, {"tensor", x.tensor}, {"context", x.context}})
+    if (size > c.chips_per_slice)
+      throw ConfigError("mesh", fmt::format("{} {} is more than the {} chips of the slice", axis,
+                                            size, c.chips_per_slice));
   if (x.fsdp * x.tensor * x.context != c.chips_per_slice)
     throw ConfigError("mesh", fmt::format("fsdp {} x tensor {} x context {} = {} is not the {} "
                                           "chips of the slice",

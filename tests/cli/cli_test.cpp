@@ -37,10 +37,13 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  CmdResult run(const std::string& args) {
+  CmdResult run(const std::string& args) { return run_in("", args); }
+  // The same, started in `cwd` (empty: the current directory).
+  CmdResult run_in(const fs::path& cwd, const std::string& args) {
     const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
     const std::string cmd =
-        fmt::format("{} {} >{} 2>{}", TPUSIM_BIN, args, out.string(), err.string());
+        fmt::format("{}{} {} >{} 2>{}", cwd.empty() ? "" : "cd " + cwd.string() + " && ",
+                    TPUSIM_BIN, args, out.string(), err.string());
     const int raw = std::system(cmd.c_str());
     CmdResult r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -373,4 +376,44 @@ TEST_F(Cli, HostileInputsAreOneLineErrors) {
   EXPECT_EQ(nlohmann::json::parse(slurp(path("u.json")))["scenario"], "\xEF\xBF\xBD\xEF\xBF\xBD");
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+}
+
+// tests/data/bad: malformed inputs, each file saying how it is run (`# args:`, with {file} for
+// itself and {out} for a scratch folder) and what its one-line error contains (`# error:`, parts
+// joined by " && " each contained). None may crash, hang, be accepted, or leave a file behind.
+TEST_F(Cli, BadInputCorpus) {
+  const fs::path data = fs::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "bad";
+  auto listing = [&] {
+    std::set<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(data)) files.insert(e.path().string());
+    return files;
+  };
+  const std::set<std::string> before = listing();
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(data)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::string args_line, error_line;
+    std::getline(in, args_line);
+    std::getline(in, error_line);
+    ASSERT_EQ(args_line.rfind("# args: ", 0), 0u) << e.path();
+    ASSERT_EQ(error_line.rfind("# error: ", 0), 0u) << e.path();
+    std::string args = args_line.substr(8);
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"{file}", e.path().string()},
+                                   {"{out}", dir_.string()}})
+      for (size_t at; (at = args.find(from)) != std::string::npos;)
+        args.replace(at, from.size(), to);
+    SCOPED_TRACE(e.path().filename().string());
+    const CmdResult r = run_in(data, args);
+    std::string expected = error_line.substr(9);
+    for (size_t at; (at = expected.find(" && ")) != std::string::npos;) {
+      EXPECT_NE(r.err.find(expected.substr(0, at)), std::string::npos) << r.err;
+      expected = expected.substr(at + 4);
+    }
+    expect_clean_failure(r, expected);
+    EXPECT_EQ(files(), 0u) << "files left in the output folder";
+    ++cases;
+  }
+  EXPECT_GE(cases, 30);
+  EXPECT_EQ(listing(), before) << "the corpus folder changed";
 }
