@@ -31,10 +31,16 @@ fs::path test_dir() {
   return dir;
 }
 
-std::string write_sweep() {
+// The test's folder with a base scenario (16 v5e chips, Llama 3.1 8B) in base.yaml.
+fs::path dir_with_base() {
   const fs::path dir = test_dir();
   std::ofstream(dir / "base.yaml")
       << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
+  return dir;
+}
+
+std::string write_sweep() {
+  const fs::path dir = dir_with_base();
   std::ofstream(dir / "sweep.yaml")
       << "name: t\nbase: base.yaml\naxes:\n  seq: [1024, 2048]\n  batch_per_chip: [1, 2, 3]\n"
          "  mesh.tensor: [1, 3]\n";
@@ -96,9 +102,7 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
 // Axis values that are mappings hold commas: the CSV quotes them (RFC 4180), so a standard reader
 // (Python's csv module) sees the same fields in every row.
 TEST(Sweep, CsvWithAMappingAxisParsesWithAStandardReader) {
-  const fs::path dir = test_dir();
-  std::ofstream(dir / "base.yaml")
-      << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
+  const fs::path dir = dir_with_base();
   std::ofstream(dir / "m.yaml")
       << "name: m\nbase: base.yaml\naxes:\n  mesh: [{fsdp: 16}, {fsdp: 8, "
          "tensor: 2}, {fsdp: 5, tensor: 3}]\n";
@@ -126,9 +130,7 @@ int64_t resident_bytes() {
 // (sharing the sweep file's nodes merged every point's YAML memory into one; 1,000 points took
 // 23 GB before).
 TEST(Sweep, TenThousandPointsExpandInBoundedMemory) {
-  const fs::path dir = test_dir();
-  std::ofstream(dir / "base.yaml")
-      << "chip: v5e\nchips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
+  const fs::path dir = dir_with_base();
   std::vector<int> seqs, tensors;
   for (int i = 1; i <= 10; ++i) seqs.push_back(1024 * i);
   for (int i = 1; i <= 100; ++i) tensors.push_back(i);
