@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "app/calibrate.h"
+#include "app/report.h"
 #include "app/scenario.h"
+#include "app/version.h"
 #include "cli/commands.h"
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
@@ -53,15 +55,56 @@ void bench() {
 
 }  // namespace
 
+namespace {
+
+// The unit of a chip parameter, from the naming convention of its key.
+std::string unit_of(const std::string& key) {
+  auto ends = [&](const std::string& suffix) {
+    return key.size() >= suffix.size() &&
+           key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends("_hz")) return "Hz";
+  if (ends("_bytes_per_s") || ends("_bytes_per_s_per_chip")) return "B/s";
+  if (ends("_bytes")) return "B";
+  if (ends("_cycles")) return "cycles";
+  if (ends("_per_cycle")) return "per cycle";
+  if (ends("_s")) return "s";
+  if (ends("_flops")) return "FLOP/s";
+  if (ends("_ops")) return "op/s";
+  return "";
+}
+
+}  // namespace
+
 Command chip_command(CLI::App& app) {
-  auto name = std::make_shared<std::string>();
-  CLI::App* c = app.add_subcommand("chip", "print a chip spec and where each value comes from");
-  c->add_option("name", *name, "chip name or chip YAML file")->required();
-  return {c, [name] {
-            const ChipSpec chip = load_chip(*name);
-            fmt::print("chip {}\n", chip.name);
-            for (const auto& [key, prov] : chip.provenance) fmt::print("  {:<30} {}\n", key, prov);
-          }};
+  struct Args {
+    std::string name, json;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand(
+      "chip", "print a chip spec: every value with its unit, its kind and where it comes from");
+  c->add_option("name", a->name, "chip name or chip YAML file")->required();
+  c->add_option("--json", a->json, "write the same as JSON to FILE");
+  return {
+      c, [a] {
+        const ChipSpec chip = load_chip(a->name);
+        nlohmann::json j = {{"tool", tool_json()}, {"chip", chip.name}};
+        fmt::print(
+            "chip {}  (kind: source = published, derived = computed from published "
+            "figures, calibrated = fitted by tpusim calibrate, assumed = no evidence)\n",
+            chip.name);
+        for (const auto& [key, prov] : chip.provenance) {
+          const std::string value = chip.value_text.at(key), unit = unit_of(key);
+          const auto colon = prov.find(':');
+          const std::string kind = prov.substr(0, colon);
+          const std::string why = colon == std::string::npos ? "" : prov.substr(colon + 2);
+          fmt::print("  {:<30} {:>14} {:<10} {:<10} {}\n", key, value, unit, kind, why);
+          j["values"][key] = {{"value", value}, {"unit", unit}, {"kind", kind}, {"source", why}};
+        }
+        OutputFiles files;
+        if (!a->json.empty()) files.stage(a->json, json_text(j, 2) + "\n");
+        files.commit();
+      }};
 }
 
 Command calibrate_command(CLI::App& app) {

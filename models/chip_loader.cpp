@@ -112,6 +112,7 @@ void read_file(ChipSpec& c, const std::string& file, std::set<std::string>& seen
       yaml_fail(file, kv.first, key, "set twice (chip file and shared.yaml)");
     fields().at(key)(c, file, entry.need("value"), key + ".value");
     c.provenance[key] = provenance;
+    c.value_text[key] = entry.need("value").Scalar();
   }
 }
 

@@ -47,7 +47,7 @@ struct ChipSpec {
   double host_dispatch_s = 0;
 
   // Interconnect
-  int ici_dims = 2;                 // 2D torus (v5e, v6e) or 3D (v5p)
+  int ici_dims = 2;  // 2D torus (v5e, v6e) or 3D (v5p)
   // The smallest slice whose axes have wraparound links (a full 16 x 16 pod on v5e, a whole
   // 4 x 4 x 4 cube on v5p); smaller slices are meshes.
   int64_t ici_wraparound_chips = 0;
@@ -58,6 +58,8 @@ struct ChipSpec {
 
   // Provenance of every value, keyed by YAML key: "source: ...", "derived: ...", ...
   std::map<std::string, std::string> provenance;
+  // Every value as its chip file writes it, keyed the same (for `tpusim chip`).
+  std::map<std::string, std::string> value_text;
 
   int64_t fill_drain_cycles_from_dim() const {
     return static_cast<int64_t>(mxu_fill_drain_per_dim * mxu_dim + 0.5);

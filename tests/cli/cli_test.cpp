@@ -167,12 +167,18 @@ TEST_F(Cli, KernelOverVmemLimitNamesBuffersBytesAndLimit) {
   EXPECT_EQ(files(), 0u);
 }
 
-TEST_F(Cli, ChipCommandShowsProvenance) {
-  const CmdResult r = run("chip v5p");
+TEST_F(Cli, ChipCommandShowsValuesUnitsKindsAndSources) {
+  const CmdResult r = run("chip v5p --json " + path("c.json"));
   ASSERT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("tensorcores"), std::string::npos);
-  EXPECT_NE(r.out.find("source: CLOUD-v5p"), std::string::npos);
-  EXPECT_NE(r.out.find("calibrated: fitted by"), std::string::npos);
+  EXPECT_NE(r.out.find(" 459e12 FLOP/s     source     "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibrated fitted by"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("c.json")));
+  EXPECT_EQ(j["values"]["hbm_bytes_per_s"]["unit"], "B/s");
+  EXPECT_EQ(j["values"]["tensorcores"]["value"], "2");
+  EXPECT_EQ(j["values"]["dma_queues"]["kind"], "assumed");
+  EXPECT_NE(j["values"]["tensorcores"]["source"].get<std::string>().find("CLOUD-v5p"),
+            std::string::npos);
 }
 
 TEST_F(Cli, GdnLayerJsonHasTimeAndStages) {
