@@ -349,6 +349,15 @@ TEST_F(Cli, RunHloAndProgram) {
   r = run(fmt::format("run --hlo {}dot_tanh --chip v6e", data));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("chip v6e "), std::string::npos) << r.out;
+  // The time leads, split into the device's work and the host's dispatch, which add up.
+  double total = 0, device = 0, dispatch = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "chip v6e  time %lf ms = device %lf ms + host dispatch %lf",
+                        &total, &device, &dispatch),
+            3)
+      << r.out;
+  EXPECT_GT(device, 0);
+  EXPECT_GT(dispatch, 0);
+  EXPECT_NEAR(device + dispatch, total, 2e-4);
   // Not both, and not a scenario's flags with a program.
   expect_clean_failure(run(fmt::format("run --hlo {}dot_tanh --program x.json", data)),
                        "--program excludes --hlo");
