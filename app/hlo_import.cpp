@@ -56,13 +56,6 @@ class Importer {
  private:
   void add(HloProgram& out, const HloComputation& comp, const HloInstruction& in) {
     if (is_free(in)) return;
-    if (in.opcode == "while") {
-      const auto [body, summary] = loop(comp, in);
-      out.program.add_loop(in.name, body, summary.trips);
-      out.program.items.back().stage = stage_of(in);
-      loops_.push_back(summary);
-      return;
-    }
     if (auto c = collective(in)) {
       out.program.add_collective(in.name, *c);
       out.program.items.back().stage = stage_of(in);

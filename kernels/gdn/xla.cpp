@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "kernels/gdn/builder_util.h"
 #include "kernels/gdn/invert.h"
 
@@ -295,35 +297,39 @@ bool fits_xla_budget(const Program& p) {
 
 }  // namespace
 
-Program xla_invert_diagonal_blocks(const GdnShape& s) {
-  // Like every XLA fusion, the tiles are as large as the scoped VMEM allows (chunks first, then
-  // heads): small tiles would leave each iteration's 8.5 GB carry stream latency-bound.
-  const int64_t N = s.chunks();
-  const int64_t tb = default_tile(N);
+namespace {
+
+// The solve's tiles, one choice for all its kernels: like every XLA fusion, as large as the
+// scoped VMEM allows (chunks first, then heads): small tiles would leave each iteration's 8.5 GB
+// carry stream latency-bound.
+std::pair<int64_t, int64_t> solve_tiles(const GdnShape& s) {
+  const int64_t tb = default_tile(s.chunks());
   for (int64_t hb : kTileChoices)
     if (s.heads % hb == 0) {
       Program p = solve_triangular_tiled(s, tb, hb);
       p.add_kernel(solve_product_tiled(s, tb, hb));
-      if (fits_xla_budget(p)) {
-        p.items.pop_back();
-        return p;
-      }
+      if (fits_xla_budget(p)) return {tb, hb};
     }
-  return solve_triangular_tiled(s, tb, 1);
+  return {tb, 1};
+}
+
+}  // namespace
+
+Program xla_invert_diagonal_blocks(const GdnShape& s) {
+  const auto [tb, hb] = solve_tiles(s);
+  return solve_triangular_tiled(s, tb, hb);
 }
 
 Program xla_solve_triangular(const GdnShape& s) {
-  Program p = xla_invert_diagonal_blocks(s);
-  // The product uses the inversion's tiles.
-  const auto& row_step = *std::get<Loop>(p.items.back().what).body.front();
-  const int64_t tb = row_step.inputs[0].block_shape[1], hb = row_step.inputs[0].block_shape[2];
+  const auto [tb, hb] = solve_tiles(s);
+  Program p = solve_triangular_tiled(s, tb, hb);
   p.add_kernel(solve_product_tiled(s, tb, hb));
   return p;
 }
 
 std::shared_ptr<const Kernel> xla_inverse_product(const GdnShape& s) {
-  const Program p = xla_solve_triangular(s);
-  return std::get<KernelCall>(p.items.back().what).kernel;
+  const auto [tb, hb] = solve_tiles(s);
+  return solve_product_tiled(s, tb, hb);
 }
 
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {
