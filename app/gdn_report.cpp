@@ -12,9 +12,9 @@ namespace tpusim {
 
 std::string gdn_builds_markdown(const ChipSpec& chip, const kernels::gdn::GdnShape& s) {
   namespace g = kernels::gdn;
-  const g::Build builds[] = {g::Build::main, g::Build::scan, g::Build::heads, g::Build::ladder};
-  std::vector<RunResult> runs;
-  for (g::Build b : builds) runs.push_back(simulate(chip, g::layer_core(s, {b})));
+  const auto& builds = g::kBuilds;
+  std::map<g::Build, RunResult> runs;
+  for (g::Build b : builds) runs.emplace(b, simulate(chip, g::layer_core(s, {b})));
   auto ms = [&](int64_t c) { return chip.cycles_to_s(c) * 1e3; };
   auto cause = [](const RunResult& r, Cause c) { return r.time[static_cast<int>(c)]; };
 
@@ -24,28 +24,35 @@ std::string gdn_builds_markdown(const ChipSpec& chip, const kernels::gdn::GdnSha
       "C {}):\n\n",
       chip.name, s.batch, s.seq, s.heads, s.dk, s.dv, s.chunk);
   out +=
-      "| build | layer time | saving | HBM traffic | MXU passes | busy | DMA wait | exposed MXU "
+      "| build | layer time | saving (against) | HBM traffic | MXU passes | busy | DMA wait | exposed MXU "
       "latency | step + loop overhead |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const RunResult& r = runs[i];
+  for (g::Build b : builds) {
+    const RunResult& r = runs.at(b);
+    const std::optional<g::Build> against = g::base(b);
     const std::string saving =
-        i == 0 ? "-" : fmt::format("{:.3f} ms", ms(runs[i - 1].cycles - r.cycles));
+        against ? fmt::format("{:.3f} ms ({})", ms(runs.at(*against).cycles - r.cycles),
+                              g::name(*against))
+                : "-";
     out += fmt::format(
         "| {} | {:.3f} ms | {} | {:.2f} GB | {:.1f} TFLOP | {:.3f} ms | {:.3f} ms | {:.3f} ms | "
         "{:.3f} ms |\n",
-        g::name(builds[i]), ms(r.cycles), saving, r.hbm_bytes() / 1e9, r.mxu_pass_flops / 1e12,
+        g::name(b), ms(r.cycles), saving, r.hbm_bytes() / 1e9, r.mxu_pass_flops / 1e12,
         ms(cause(r, Cause::busy)), ms(cause(r, Cause::dma_wait)),
         ms(cause(r, Cause::dependency) + cause(r, Cause::mxu_fill_drain)),
         ms(cause(r, Cause::step_overhead) + cause(r, Cause::loop_overhead)));
   }
   out += "\nTime per stage (ms):\n\n| stage |";
   for (g::Build b : builds) out += fmt::format(" {} |", g::name(b));
-  out += "\n|---|---|---|---|---|\n";
-  std::vector<std::map<std::string, int64_t>> per(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i)
-    for (const auto& [stage, c] : stage_cycles(runs[i])) per[i][stage] = c;
-  for (const auto& [stage, c] : stage_cycles(runs[0])) {
+  out += "\n|---|";
+  for (size_t i = 0; i < std::size(builds); ++i) out += "---|";
+  out += "\n";
+  std::vector<std::map<std::string, int64_t>> per;
+  for (g::Build b : builds) {
+    per.emplace_back();
+    for (const auto& [stage, c] : stage_cycles(runs.at(b))) per.back()[stage] = c;
+  }
+  for (const auto& [stage, c] : stage_cycles(runs.at(builds[0]))) {
     (void)c;
     out += "| " + stage + " |";
     for (const auto& m : per) out += fmt::format(" {:.3f} |", ms(m.count(stage) ? m.at(stage) : 0));

@@ -6,6 +6,12 @@
 //    matmuls, each as three bf16 dots (hi*hi + hi*lo + lo*hi). It never forms powers of S.
 //  - invert_vjp: its custom VJP in XLA: dS = -A^T (dA A^T), HIGHEST, masked strictly lower, in two
 //    fusions as the compiler emits them.
+//  - doubling_inverse: the log-depth inverse MaxText PR #4577 wrote in XLA in place of
+//    solve_triangular (measured_runs.md C4): from A = I, E = -S, ceil(log2 C) levels of
+//    A <- tril(A + A E) and E <- tril(E E, -1) at default precision (one bf16 pass), each level
+//    two fusions whose results go through HBM (the compiled program's structure,
+//    docs/kernels/gdn.md); doubling_vjp: its custom VJP dS = -(A^T dA A^T), default precision,
+//    unmasked, in two fusions.
 // Arrays: S, A, dA, dS are [B, N, H, C, C] f32.
 #pragma once
 #include <memory>
@@ -26,5 +32,7 @@ enum class LadderProducts { bf16x3, bf16_rounded };
 std::shared_ptr<const Kernel> invert_ladder(const GdnShape& s, int64_t tile_n,
                                             LadderProducts products = LadderProducts::bf16x3);
 Program invert_vjp(const GdnShape& s);
+Program doubling_inverse(const GdnShape& s);
+Program doubling_vjp(const GdnShape& s);
 
 }  // namespace tpusim::kernels::gdn

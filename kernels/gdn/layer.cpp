@@ -32,13 +32,30 @@ std::string name(Build b) {
       return "heads";
     case Build::ladder:
       return "ladder";
+    case Build::doubling:
+      return "doubling";
   }
   return "?";
 }
 
+std::optional<Build> base(Build b) {
+  switch (b) {
+    case Build::main:
+      return std::nullopt;
+    case Build::scan:
+    case Build::doubling:
+      return Build::main;
+    case Build::heads:
+      return Build::scan;
+    case Build::ladder:
+      return Build::heads;
+  }
+  return std::nullopt;
+}
+
 Program layer_core(const GdnShape& s, const LayerOptions& o) {
   s.check();
-  const bool kernels = o.build != Build::main;
+  const bool kernels = o.build != Build::main && o.build != Build::doubling;
   const bool batched = o.build == Build::heads || o.build == Build::ladder;
   const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd
                          : batched           ? default_tile(s.heads)
@@ -48,11 +65,11 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
                                              : 1;
   const int64_t tile_n = o.tile_n > 0 ? o.tile_n : default_tile(s.chunks());
   const bool cp = o.context && o.context->size > 1;
-  if (cp && o.build != Build::main)
+  if (cp && kernels)
     throw Error(fmt::format(
         "context parallelism over {} devices runs only in MaxText's lax.scan path (PR #4968); "
         "the '{}' build's kernels (PR #4348) do not compose the state across context shards "
-        "(gdn_kernels.md 7): use build main",
+        "(gdn_kernels.md 7): use build main or doubling",
         o.context->size, name(o.build)));
 
   Program p;
@@ -62,6 +79,8 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
     p.add_kernel(xla_gates_s(s), {}, phase + ": gates + S");
     if (o.build == Build::ladder) {
       p.add_kernel(invert_ladder(s, tile_n), {}, phase + ": inversion");
+    } else if (o.build == Build::doubling) {
+      p.append(doubling_inverse(s), phase + ": inversion");
     } else {
       p.append(xla_solve_triangular(s), phase + ": inversion");
     }
@@ -90,6 +109,8 @@ Program layer_core(const GdnShape& s, const LayerOptions& o) {
   p.add_kernel(xla_wy_backward(s), {}, "bwd: WY");
   if (o.build == Build::ladder) {
     p.append(invert_vjp(s), "bwd: inversion");
+  } else if (o.build == Build::doubling) {
+    p.append(doubling_vjp(s), "bwd: inversion");
   } else {
     // The transposed solve of the VJP reuses the recompute's inverse: the compiled training step
     // holds two InvertDiagBlocksLowerTriangular calls, not three (docs/kernels/gdn.md).

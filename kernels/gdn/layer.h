@@ -5,6 +5,8 @@
 //   scan    + the inter-chunk scan kernels (state in VMEM), one head per grid cell
 //   heads   + head batching: scan forward 8 heads, backward 4 heads per grid cell
 //   ladder  + the inversion ladder kernel (8 chunk tiles per cell) and its XLA VJP
+// and beside them, from a later MaxText change (PR #4577, measured_runs.md C4):
+//   doubling  main with solve_triangular replaced by the log-depth doubling inverse in XLA
 // Under context parallelism (main only) each pass also folds the local chunks into an affine map
 // and takes the prefix across devices before the scan replays the chunks (gdn_kernels.md 7).
 // Items carry stage labels ("fwd: inversion", "bwd: scan", ...) for the per-stage breakdown.
@@ -18,7 +20,7 @@
 
 namespace tpusim::kernels::gdn {
 
-enum class Build { main, scan, heads, ladder };
+enum class Build { main, scan, heads, ladder, doubling };
 
 struct LayerOptions {
   Build build = Build::ladder;
@@ -33,10 +35,13 @@ struct LayerOptions {
   std::optional<MeshAxis> context = std::nullopt;
 };
 
-inline constexpr Build kBuilds[] = {Build::main, Build::scan, Build::heads, Build::ladder};
+inline constexpr Build kBuilds[] = {Build::main, Build::scan, Build::heads, Build::ladder,
+                                    Build::doubling};
 
 Build parse_build(const std::string& name);  // throws Error listing the builds
 std::string name(Build b);
+// The build each one changes: scan <- main, heads <- scan, ladder <- heads, doubling <- main.
+std::optional<Build> base(Build b);
 std::vector<std::string> build_names();  // of kBuilds, in order
 
 Program layer_core(const GdnShape& s, const LayerOptions& o);

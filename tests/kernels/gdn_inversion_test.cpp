@@ -74,6 +74,14 @@ double residual(const std::vector<Mat>& S, const std::vector<Mat>& A) {
   return r / scale;
 }
 
+// MaxText PR #4577's doubling inverse (XLA, default precision) on the same tiles.
+std::vector<Mat> run_doubling(const GdnShape& s, const std::vector<Mat>& S) {
+  ArrayMap arrays;
+  arrays["S"] = pack(s, S);
+  execute(kernels::gdn::doubling_inverse(s), arrays);
+  return unpack(s, arrays["A"]);
+}
+
 double rel_error(const std::vector<Mat>& got, const std::vector<Mat>& want) {
   double e = 0, scale = 0;
   for (size_t t = 0; t < got.size(); ++t) {
@@ -159,6 +167,66 @@ INSTANTIATE_TEST_SUITE_P(Kinds, Inversion,
                                                                          : "unnormalised_gaussian");
                          });
 
+TEST(Inversion, DoublingMatchesTriangularSolveToBf16Accuracy) {
+  // Default precision rounds every product's operands to bf16 (2^-9 relative); the log2(64) = 6
+  // levels chain those roundings, so the doubling is held to 5e-3 where the bf16x3 ladder meets
+  // 1e-4. Its identity residual sits between the ladder's and a bf16-rounding ladder's.
+  std::mt19937 gen(7);
+  const std::vector<Mat> S = make_s(kShape, Kind::random, gen);
+  std::vector<Mat> want;
+  for (const Mat& m : S) want.push_back(testing::solve_unit_lower(m));
+  const auto got = run_doubling(kShape, S);
+  const double err = rel_error(got, want);
+  const double r3 = residual(S, run_ladder(kShape, S, kernels::gdn::LadderProducts::bf16x3));
+  const double rd = residual(S, got);
+  std::cout << "doubling: error " << err << ", residual " << rd << " (bf16x3 ladder " << r3
+            << ")\n";
+  EXPECT_LT(err, 5e-3);
+  EXPECT_GT(err, 1e-5);  // it really rounds: an f32-exact doubling would be near 1e-7
+  EXPECT_GT(rd, 10 * r3);
+}
+
+TEST(Inversion, DoublingVjpMatchesFiniteDifferences) {
+  // dS = -(A^T dA A^T) unmasked: only its strictly lower part reaches S (S is strictly lower).
+  std::mt19937 gen(11);
+  const GdnShape s{.batch = 1,
+                   .seq = 2 * 16,
+                   .heads = 1,
+                   .dk = 128,
+                   .dv = 128,
+                   .chunk = 16,
+                   .compute = DType::f32};
+  std::vector<Mat> S = make_s(s, Kind::random, gen);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<Mat> R;
+  for (size_t t = 0; t < S.size(); ++t)
+    R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
+  ArrayMap arrays;
+  arrays["S"] = pack(s, S);
+  execute(kernels::gdn::doubling_inverse(s), arrays);
+  arrays["dA"] = pack(s, R);
+  execute(kernels::gdn::doubling_vjp(s), arrays);
+  const std::vector<Mat> dS = unpack(s, arrays["dS"]);
+  double scale = 0;
+  for (const Mat& m : dS) scale = std::max(scale, m.cwiseAbs().maxCoeff());
+  for (size_t t = 0; t < S.size(); ++t)
+    for (int64_t i = 1; i < s.chunk; i += 3)
+      for (int64_t j = 0; j < i; j += 2) {
+        const double saved = S[t](i, j), h = 1e-5;
+        auto loss = [&] {
+          return (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum();
+        };
+        S[t](i, j) = saved + h;
+        const double up = loss();
+        S[t](i, j) = saved - h;
+        const double down = loss();
+        S[t](i, j) = saved;
+        // bf16 operands in both products: 2^-8 relative, summed over C terms.
+        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), 1e-2 * scale)
+            << "tile " << t << " (" << i << "," << j << ")";
+      }
+}
+
 TEST(Inversion, PowerSeriesOverflowsWhereTheLadderStaysAtTheInverseScale) {
   // S = 2 x (ones below the diagonal), C = 128. (I + S)^-1 = sum_k (-S)^k is a finite sum (S is
   // nilpotent), but (S^k)_ij = 2^k binom(i-j-1, k-1) reaches 2^63 binom(126, 63) ~ 1e56: in f32 the
@@ -186,6 +254,9 @@ TEST(Inversion, PowerSeriesOverflowsWhereTheLadderStaysAtTheInverseScale) {
             << ", ladder error " << (ladder[0] - want).cwiseAbs().maxCoeff() << "\n";
   EXPECT_FALSE(series.allFinite());
   EXPECT_TRUE(ladder[0].allFinite());
+  // The doubling squares S: its E reach S^64 (entries ~1e56) and overflow the same way.
+  const auto doubling = run_doubling(s, S);
+  EXPECT_FALSE(doubling[0].allFinite());
   EXPECT_DOUBLE_EQ(want.cwiseAbs().maxCoeff(), 2.0);
   EXPECT_LT((ladder[0] - want).cwiseAbs().maxCoeff(), 1e-4 * 2.0);
 }
