@@ -27,6 +27,7 @@ Calibration calibrate(const CalibrationProgress& progress) {
   c.matmul = load_matmul_table(repo_path("scenarios/calibration/v5e_pallas_matmul.yaml"));
   c.blind_matmul = load_matmul_table(repo_path("scenarios/blind/b4_pallas_matmul_128.yaml"));
   c.gather = load_collective_table(repo_path("scenarios/calibration/v5e_allgather.yaml"));
+  c.inverse = load_inverse_ratio_table(repo_path("scenarios/calibration/c4_gdn_inverse.yaml"));
   EngineConstants& engine = c.engine;
   engine = recorded_engine_constants(v5e);
   for (int round = 0; round < kMaxRounds; ++round) {
@@ -40,10 +41,16 @@ Calibration calibrate(const CalibrationProgress& progress) {
     c.fill_drain = fit_mxu_fill_drain(repo_path(kC1 + "c1_scan.yaml"),
                                       repo_path(kC1 + "c1_heads.yaml"), engine);
     engine.mxu_fill_drain_per_dim = c.fill_drain.value;
-    done(fmt::format("round {}: MXU fill/drain on C1's head batching", round + 1));
+    done(fmt::format("round {}: MXU fill/drain on C1's head batching: {:.4g} x the array",
+                     round + 1, engine.mxu_fill_drain_per_dim));
+    c.row_solve_step = fit_row_solve_step(c.inverse, engine);
+    engine.xla_row_solve_step_cycles = static_cast<int64_t>(c.row_solve_step.value);
+    done(fmt::format("round {}: row-solve step on C4's forward ratio: {} cycles", round + 1,
+                     engine.xla_row_solve_step_cycles));
     if (engine.matmul.grid_step_overhead_cycles == before.matmul.grid_step_overhead_cycles &&
         engine.matmul.dma_latency_cycles == before.matmul.dma_latency_cycles &&
-        engine.mxu_fill_drain_per_dim == before.mxu_fill_drain_per_dim)
+        engine.mxu_fill_drain_per_dim == before.mxu_fill_drain_per_dim &&
+        engine.xla_row_solve_step_cycles == before.xla_row_solve_step_cycles)
       break;
   }
   c.vector_scale = fit_vector_rate_scale(repo_path(kC3 + "c3_01_v6e_llama3.1-8b.yaml"), engine);
@@ -52,8 +59,10 @@ Calibration calibrate(const CalibrationProgress& progress) {
   predict(fitted, c.matmul);
   predict(fitted, c.blind_matmul);
   predict(fitted, c.gather);
+  predict(with_constants(load_chip(c.inverse.chip), engine), c.inverse);
   c.markdown = calibration_markdown(fitted, engine.matmul, c.matmul, c.blind_matmul) +
                collective_calibration_markdown(engine.collectives, c.gather) +
+               inverse_calibration_markdown(c.row_solve_step, c.inverse) +
                step_calibration_markdown(c.fill_drain, c.vector_scale, engine,
                                          repo_path(kC3 + "c3_07_v6e_llama3.1-70b.yaml"));
   return c;
@@ -67,6 +76,10 @@ std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& fi
     values.push_back(v);
   values.push_back(calibrated_value(
       c.fill_drain, "C1's head-batching saving: c1_scan.yaml minus c1_heads.yaml step time in s"));
+  values.push_back(calibrated_value(
+      c.row_solve_step,
+      "C4's forward time ratio, doubling inverse over solve_triangular "
+      "(c4_gdn_inverse.yaml, v6e at B1's layer shape; its backward ratio checks it)"));
   const std::string shared = (chips / "shared.yaml").string();
   const std::string chip_file = (chips / (c.vector_scale.chip + ".yaml")).string();
   const std::string docs = repo_path("docs/calibration.md");

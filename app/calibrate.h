@@ -1,6 +1,6 @@
 // `tpusim calibrate`: fits the engine's constants (matmul table, AllGather) and the whole-step
-// ones (the MXU fill/drain latency on C1's head-batching saving, v6e's vector rate scale on C3 #1),
-// each on its own data, and renders docs/calibration.md. The fits depend on each other (the
+// ones (the MXU fill/drain latency on C1's head-batching saving, the inversion's row-step latency on
+// C4's forward ratio, v6e's vector rate scale on C3 #1), each on its own data, and renders docs/calibration.md. The fits depend on each other (the
 // matmul table sees the fill/drain latency, C1 the matmul constants), so they repeat until the
 // values stop changing.
 #pragma once
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/collective_fit.h"
+#include "app/gdn_inverse_fit.h"
 #include "app/matmul_table.h"
 #include "app/report.h"
 #include "app/step_fit.h"
@@ -16,9 +17,10 @@ namespace tpusim {
 
 struct Calibration {
   EngineConstants engine;
-  StepConstantFit fill_drain, vector_scale;
+  StepConstantFit fill_drain, row_solve_step, vector_scale;
   MatmulTable matmul, blind_matmul;  // predicted with the fitted constants
   CollectiveTable gather;
+  InverseRatioTable inverse;  // C4, predicted with the fitted constants
   std::string markdown;  // docs/calibration.md
 };
 

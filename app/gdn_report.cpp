@@ -24,8 +24,8 @@ std::string gdn_builds_markdown(const ChipSpec& chip, const kernels::gdn::GdnSha
       "C {}):\n\n",
       chip.name, s.batch, s.seq, s.heads, s.dk, s.dv, s.chunk);
   out +=
-      "| build | layer time | saving (against) | HBM traffic | MXU passes | busy | DMA wait | exposed MXU "
-      "latency | step + loop overhead |\n";
+      "| build | layer time | saving (against) | HBM traffic | MXU passes | busy | DMA wait | "
+      "dependent-chain waits | step + loop overhead |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (g::Build b : builds) {
     const RunResult& r = runs.at(b);

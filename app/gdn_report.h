@@ -1,5 +1,5 @@
 // The four builds of the GDN kernel change side by side: per-layer time, the saving of each step
-// and where it comes from (HBM traffic, exposed MXU latency, the row-sequential solve), and the
+// and where it comes from (HBM traffic, dependent-chain waits, the row-sequential solve), and the
 // time per stage. Markdown, generated for docs/kernels/gdn.md.
 #pragma once
 #include <string>

@@ -321,9 +321,9 @@ Program custom_call_program(const HloModule& m, const HloInstruction& in,
     throw Error(fmt::format("{}:{}: custom call '{}' (target {}) has no model", m.file, in.line,
                             in.name, target));
   // XLA's TPU backend inverts the [C, C] diagonal blocks of a triangular solve in one custom
-  // call whose algorithm is not public [assume: TriangularSolveExpander's InvertDiagonalBlocks,
-  // C - 1 dependent row steps over all blocks, the carry streaming through HBM: the call's
-  // scoped VMEM (336 KiB at C1) cannot hold the blocks; measured_runs.md C4 checks the cost].
+  // call whose algorithm is not public: one block at a time (its scoped VMEM is five blocks
+  // whatever their number), C - 1 dependent row steps each, their latency calibrated on
+  // measured_runs.md C4 (kernels/gdn/xla.cpp).
   // Its operand is [N, H, 1, C, C]-like: the first dim counts chunks, the rest heads.
   const auto& d = in.shape.dims;
   if (d.size() < 3 || d[d.size() - 1] != d[d.size() - 2])

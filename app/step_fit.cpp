@@ -33,11 +33,10 @@ double four_digits(double x) {
   return e < 0 ? digits / std::pow(10.0, -e) : digits * std::pow(10.0, e);
 }
 
-// Sets fit.value to the x in [lo, hi] where predicted(x) meets fit.measured (predicted monotone
-// either way; geometric bisection), rounded to four significant digits so the recorded value is
-// stable, and fit.predicted to the prediction there.
-void solve(StepConstantFit& fit, double lo, double hi,
-           const std::function<double(double)>& predicted, const std::string& none) {
+}  // namespace
+
+void solve_constant(StepConstantFit& fit, double lo, double hi,
+                    const std::function<double(double)>& predicted, const std::string& none) {
   const double at_lo = predicted(lo), at_hi = predicted(hi);
   fit.evaluations = 2;
   if ((at_lo - fit.measured) * (at_hi - fit.measured) > 0)
@@ -54,12 +53,11 @@ void solve(StepConstantFit& fit, double lo, double hi,
   ++fit.evaluations;
 }
 
-}  // namespace
-
 ChipSpec with_constants(ChipSpec chip, const EngineConstants& e) {
   chip = with_constants(with_constants(chip, e.matmul), e.collectives);
   chip.mxu_fill_drain_per_dim = e.mxu_fill_drain_per_dim;
   chip.mxu_fill_drain_cycles = chip.fill_drain_cycles_from_dim();
+  chip.xla_row_solve_step_cycles = e.xla_row_solve_step_cycles;
   return chip;
 }
 
@@ -70,6 +68,7 @@ EngineConstants recorded_engine_constants(const ChipSpec& chip) {
   e.matmul.host_dispatch_s = chip.host_dispatch_s;
   e.collectives = {chip.ici_efficiency, chip.ici_hop_latency_s};
   e.mxu_fill_drain_per_dim = chip.mxu_fill_drain_per_dim;
+  e.xla_row_solve_step_cycles = chip.xla_row_solve_step_cycles;
   return e;
 }
 
@@ -80,7 +79,7 @@ StepConstantFit fit_vector_rate_scale(const std::string& file, const EngineConst
   StepConstantFit fit{"vector_rate_scale", s.chip_name, file, "step_time_s"};
   fit.measured = s.measured.at("step_time_s");
   // Scales of the v4/v5 vector rates worth considering.
-  solve(
+  solve_constant(
       fit, 0.25, 8, [&](double scale) { return predicted_step(s, scale); },
       file + ": no vector_rate_scale");
   return fit;
@@ -103,7 +102,7 @@ StepConstantFit fit_mxu_fill_drain(const std::string& scan_file, const std::stri
            predict_step(with_engine(heads, with).step).step_time_s;
   };
   // Between a quarter and four times the array dimension.
-  solve(fit, 0.25, 4, saving, scan_file + ": no fill/drain latency (x mxu_dim)");
+  solve_constant(fit, 0.25, 4, saving, scan_file + ": no fill/drain latency (x mxu_dim)");
   return fit;
 }
 
@@ -118,7 +117,8 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
   auto file = [](const std::string& f) { return std::filesystem::path(f).filename().string(); };
   std::string out = "## Whole-step constants, fitted on measured training steps\n\n";
   out +=
-      "The step model adds two calibrated constants of the three it may (issue 4). "
+      "The step model adds these two and the cross-lane latency above: the three calibrated "
+      "constants it may have (issue 14). "
       "docs/validation.md\nshows every calibration row against the model with them.\n\n";
   out += "| constant | chip | fitted value | fitted on | meaning |\n|---|---|---|---|---|\n";
   out += fmt::format(

@@ -5,6 +5,7 @@
 //  - v6e's vector_rate_scale (v6e.yaml), on C3 #1's step time (v6e's VPU and EUP rates are
 //    unpublished and its attention is vector-bound); C3 #7 on the same chip checks it.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "app/collective_fit.h"
@@ -17,6 +18,7 @@ struct EngineConstants {
   CalibratedConstants matmul;
   CollectiveConstants collectives;
   double mxu_fill_drain_per_dim = 2;
+  int64_t xla_row_solve_step_cycles = 0;
 };
 ChipSpec with_constants(ChipSpec chip, const EngineConstants& e);
 EngineConstants recorded_engine_constants(const ChipSpec& chip);
@@ -27,6 +29,12 @@ struct StepConstantFit {
   double measured = 0, predicted = 0;  // of the metric, at the fitted value
   int evaluations = 0;
 };
+
+// Sets fit.value to the x in [lo, hi] where predicted(x) meets fit.measured (predicted monotone
+// either way; geometric bisection), rounded to four significant digits so the recorded value is
+// stable, and fit.predicted to the prediction there.
+void solve_constant(StepConstantFit& fit, double lo, double hi,
+                    const std::function<double(double)>& predicted, const std::string& none);
 
 // Bisection on the scale (the step time falls as it grows) until the prediction meets the
 // measurement; the value is rounded to four significant digits so the chip file is stable.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "app/gdn_inverse_fit.h"
 #include "app/report.h"
 #include "app/version.h"
 #include "models/chip_loader.h"
@@ -61,6 +62,22 @@ std::vector<std::string> default_validation_paths() {
   return paths;
 }
 
+namespace {
+
+std::vector<std::string> inverse_ratio_tables(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths)
+    if (std::filesystem::is_directory(p))
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".yaml" &&
+            is_inverse_ratio_table(e.path().string()))
+          files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
 Validation validate(const std::vector<std::string>& paths, const ValidationProgress& progress) {
   std::vector<Scenario> scenarios;
   for (const std::string& f : scenario_files(paths)) scenarios.push_back(load_scenario(f));
@@ -74,6 +91,14 @@ Validation validate(const std::vector<std::string>& paths, const ValidationProgr
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (sc.measured.empty()) v.blind.emplace_back(sc, p);
     for (const ValidationRow& r : validation_rows(sc, p)) v.rows.push_back(r);
+  }
+  // Kernel-level ratios measured without a whole step (C4).
+  for (const std::string& f : inverse_ratio_tables(paths)) {
+    InverseRatioTable t = load_inverse_ratio_table(f);
+    predict(load_chip(t.chip), t);
+    for (const InverseRatioRow& r : t.rows)
+      v.rows.push_back({std::filesystem::path(f).stem().string(), r.pass + "_time_ratio", t.source,
+                        r.predicted, r.measured()});
   }
   return v;
 }

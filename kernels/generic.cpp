@@ -72,7 +72,7 @@ std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k
         const double traffic = elem * (static_cast<double>(pm) * pk * (pn / bn) +
                                        static_cast<double>(pk) * pn * (pm / bm));
         const double time =
-            std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops, traffic / chip.hbm_bytes_per_s);
+            std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops, traffic / chip.hbm_effective_bytes_per_s());
         const bool better = best.m == 0 || time < best_time ||
                             (time == best_time &&
                              (traffic < best_traffic || (traffic == best_traffic && bk > best.bk)));

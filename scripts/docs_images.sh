@@ -14,7 +14,7 @@ $t kernel elementwise --chip v5e --rows 8192 --cols 2048 --block-rows 512 \
 $t kernel gdn-scan-fwd --head-tile 1 --svg docs/kernels/img/scan_fwd_th1.svg --window-us 300 306 >/dev/null
 $t kernel gdn-scan-fwd --head-tile 8 --svg docs/kernels/img/scan_fwd_th8.svg --window-us 300 306 >/dev/null
 $t kernel gdn-invert --tile-n 8 --svg docs/kernels/img/invert_ladder.svg --window-us 300 330 >/dev/null
-$t kernel gdn-solve-triangular --svg docs/kernels/img/solve_triangular.svg --window-us 1000 1500 >/dev/null
+$t kernel gdn-solve-triangular --svg docs/kernels/img/solve_triangular.svg --window-us 1000 1040 >/dev/null
 # The generated table in docs/kernels/gdn.md.
 table=$($t gdn-builds)
 awk -v table="$table" '
@@ -26,6 +26,6 @@ G="xvfb-run -a -s '-screen 0 1600x1000x24' build/tpusim-gui"
 eval "$G --kernel gdn-scan-fwd --head-tile 1 --window-us 300 306 --screenshot docs/img/gui_scan_th1.png"
 eval "$G --kernel gdn-scan-fwd --head-tile 8 --window-us 300 306 --screenshot docs/img/gui_scan_th8.png"
 eval "$G --kernel gdn-invert --tile-n 8 --window-us 300 330 --screenshot docs/img/gui_ladder.png"
-eval "$G --kernel gdn-solve-triangular --window-us 1000 1500 --screenshot docs/img/gui_solve.png"
+eval "$G --kernel gdn-solve-triangular --window-us 1000 1040 --screenshot docs/img/gui_solve.png"
 eval "$G --kernel gdn-invert --compare gdn-solve-triangular --seq 1024 --screenshot docs/img/gui_compare_ladder_solve.png"
 eval "$G scenarios/calibration/c1/c1_ladder.yaml --kernel gdn-layer --build main --compare gdn-layer --compare-build ladder --screenshot docs/img/gui_step.png"

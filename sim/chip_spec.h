@@ -32,12 +32,21 @@ struct ChipSpec {
   // figures they come from (1 on v5e/v5p; calibrated on v6e, whose rates are unpublished).
   double vector_rate_scale = 1;
   int64_t vpu_latency_cycles = 2;
+  // The dependent latency of one row step of XLA's TPU triangular inversion
+  // (InvertDiagBlocksLowerTriangular), beyond the unit latency of its vector work: the custom
+  // call's algorithm is not public, so this is calibrated (on measured_runs.md C4).
+  int64_t xla_row_solve_step_cycles = 0;
+  // Vector instructions per vreg of an f32 <-> bf16 cast: packing and unpacking the 16-bit
+  // layout takes several on chips without bf16 vector arithmetic (from Mosaic's lowered kernels).
+  double vpu_cast_ops_per_vreg = 1;
 
   // Memories
   int64_t vmem_bytes = 0;
   int64_t scoped_vmem_bytes = 0;
   int64_t hbm_bytes = 0;
-  double hbm_bytes_per_s = 0;
+  double hbm_bytes_per_s = 0;  // nominal, as published
+  // The fraction of it a streaming transfer achieves (the TPU compiler's own cost model).
+  double hbm_efficiency = 1;
 
   // DMA and scalar issue
   int dma_queues = 4;
@@ -66,7 +75,8 @@ struct ChipSpec {
   }
   double cycles_to_s(int64_t c) const { return static_cast<double>(c) / clock_hz; }
   int64_t s_to_cycles(double s) const { return static_cast<int64_t>(s * clock_hz + 0.5); }
-  double hbm_bytes_per_cycle() const { return hbm_bytes_per_s / clock_hz; }
+  double hbm_effective_bytes_per_s() const { return hbm_bytes_per_s * hbm_efficiency; }
+  double hbm_bytes_per_cycle() const { return hbm_effective_bytes_per_s() / clock_hz; }
   double mxu_flops_per_cycle() const {
     return 2.0 * tensorcores * mxus_per_core * mxu_dim * mxu_dim;
   }

@@ -222,115 +222,78 @@ std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
 
 namespace {
 
-// The expander's three steps with chunk tiles of tb chunks x hb heads per grid step.
-Program solve_triangular_tiled(const GdnShape& s, int64_t tb, int64_t hb) {
+// XLA's TPU InvertDiagBlocksLowerTriangular over the [B, N, H, C, C] diagonal blocks. Its scoped
+// VMEM is five [C, C] f32 blocks whatever their number (344,064 B on v5e, 327,680 on v6e, 348,160
+// on v5p at C 128, for 1024 and for 2048 blocks): one block at a time, in and out double-buffered
+// and one at work, so each block is read and written once. Inside a block, forward substitution's
+// C - 1 dependent row steps x[j] = -a[j] . x run on the vector units: a multiply by the row, a
+// reduction over the rows and the row's update. The algorithm is not public: the ops have the
+// shapes and the dependences of the row-oriented substitution, not its exact indices (so the
+// kernel does not run functionally), and each step's latency beyond its vector work is the
+// chip's calibrated xla_row_solve_step_cycles.
+std::shared_ptr<const Kernel> invert_blocks(const GdnShape& s) {
   const int64_t C = s.chunk, N = s.chunks();
-  const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, hb, C, C}, view{tb * hb, C, C};
-  const IndexMap tiles({axis(0), axis(2), axis(1), constant(0), constant(0)});
-  auto grid = [&](KernelBuilder& kb) {
-    kb.grid({s.batch, s.heads / hb, N / tb}, {kPar, kPar, kPar});
-  };
-  Program p;
-  p.name = "solve_triangular";
-  {
-    KernelBuilder kb("solve prologue (xla)", Origin::xla);
-    grid(kb);
-    const ValueId S = kb.reshape("S", kb.input({"S", arr, DType::f32}, blk, tiles), view);
-    kb.copy("a = tril_(S) + I", kb.mask("tril_(S)", S, MaskKind::strict_lower),
-            kb.output({"a", arr, DType::f32}, blk, tiles));
-    kb.copy("x0 = -I",
-            kb.mask("-I", kb.fill("-1", kb.temp("m1", {1, 1, 1}, DType::f32), -1.0),
-                    MaskKind::diagonal, 0, 0, view),
-            kb.output({"x", arr, DType::f32}, blk, tiles));
-    p.add_kernel(kb.build());
+  const Shape arr{s.batch, N, s.heads, C, C}, blk{1, 1, 1, C, C}, view{C, C};
+  const IndexMap one_block({axis(0), axis(2), axis(1), constant(0), constant(0)});
+  KernelBuilder kb("InvertDiagBlocksLowerTriangular (xla)", Origin::xla);
+  kb.grid({s.batch, s.heads, N}, {kPar, kPar, kPar});
+  const ValueId a = kb.reshape("a", kb.input({"S", arr, DType::f32}, blk, one_block), view);
+  const ValueId x = kb.reshape("x", kb.output({"x", arr, DType::f32}, blk, one_block), view);
+  kb.mask("x = -I", kb.fill("-1", kb.temp("m1", {1, 1}, DType::f32), -1.0), MaskKind::diagonal, 0,
+          0, view, {}, x);
+  for (int64_t j = 1; j < C; ++j) {
+    const ValueId row = kb.slice(fmt::format("a[{}]", j), a, 1, j, 1);  // as a [C, 1] column
+    const ValueId terms = kb.elementwise("a[j] * x", EwFn::mul, {row, x}, -1);
+    const ValueId dot = kb.reduce("a[j] . x", terms, {0});
+    kb.kernel().body.back().latency = Latency::xla_row_solve_step;
+    kb.elementwise("x[j] = -a[j] . x", EwFn::sub, {x, dot}, x);
   }
-  {
-    // One row step of InvertDiagonalBlocks: x[j] = -a[j] . x for all blocks. The row (and its
-    // update) moves as the 8-row tile that holds it; the whole [C, C] carry is read.
-    KernelBuilder kb("solve row step (xla)", Origin::xla);
-    grid(kb);
-    const Shape row_arr{s.batch, N, s.heads, kSublanes, C}, row_blk{1, tb, hb, kSublanes, C};
-    const ValueId x = kb.reshape("x", kb.input({"x", arr, DType::f32}, blk, tiles), view);
-    const ValueId rows =
-        kb.reshape("a rows", kb.input({"a row tile", row_arr, DType::f32}, row_blk, tiles),
-                   {tb * hb, kSublanes, C});
-    const ValueId row_t = kb.reshape("a[j]^T", kb.slice("a[j]", rows, 1, 0, 1), {tb * hb, C, 1});
-    const ValueId prod =
-        kb.reduce("a[j] . x", kb.elementwise("a[j]^T * x", EwFn::mul, {row_t, x}, -1), {1});
-    const ValueId upd = kb.mask("row j", kb.scale("-", prod, -1.0), MaskKind::last_row, 0, 0,
-                                {tb * hb, kSublanes, C});
-    kb.copy("x[j] = update (in place)", upd,
-            kb.output({"x row tile", row_arr, DType::f32}, row_blk, tiles));
-    p.add_loop("solve row loop", {kb.build()}, C - 1);
-  }
-  return p;
+  return kb.build();
 }
 
-// The final product of the expander: A = inv x b with b = I.
+// The final product of the expander: A = inv x b with b = I, tb chunks x hb heads per step.
 std::shared_ptr<const Kernel> solve_product_tiled(const GdnShape& s, int64_t tb, int64_t hb) {
   const int64_t C = s.chunk, N = s.chunks();
   const Shape arr{s.batch, N, s.heads, C, C}, blk{1, tb, hb, C, C}, view{tb * hb, C, C};
   const IndexMap tiles({axis(0), axis(2), axis(1), constant(0), constant(0)});
-  {
-    KernelBuilder kb("solve inv x b (xla)", Origin::xla);
-    kb.grid({s.batch, s.heads / hb, N / tb}, {kPar, kPar, kPar});
-    const ValueId inv = kb.reshape("inv", kb.input({"x", arr, DType::f32}, blk, tiles), view);
-    const ValueId b = kb.mask("b = I", kb.fill("1", kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
-                              MaskKind::diagonal, 0, 0, view);
-    kb.copy("store A", kb.dot("inv x b", inv, b, DType::f32, nn(), Precision::highest),
-            kb.output({"A", arr, DType::f32}, blk, tiles));
-    return kb.build();
-  }
+  KernelBuilder kb("solve inv x b (xla)", Origin::xla);
+  kb.grid({s.batch, s.heads / hb, N / tb}, {kPar, kPar, kPar});
+  const ValueId inv = kb.reshape("inv", kb.input({"x", arr, DType::f32}, blk, tiles), view);
+  const ValueId b = kb.mask("b = I", kb.fill("1", kb.temp("one", {1, 1, 1}, DType::f32), 1.0),
+                            MaskKind::diagonal, 0, 0, view);
+  kb.copy("store A", kb.dot("inv x b", inv, b, DType::f32, nn(), Precision::highest),
+          kb.output({"A", arr, DType::f32}, blk, tiles));
+  return kb.build();
 }
 
-bool fits_xla_budget(const Program& p) {
-  auto fits = [](const Kernel& k) { return vmem_usage(k).total_bytes <= kXlaVmemBudget; };
-  for (const ProgramItem& item : p.items) {
-    if (const auto* call = std::get_if<KernelCall>(&item.what); call && !fits(*call->kernel))
-      return false;
-    if (const auto* loop = std::get_if<Loop>(&item.what))
-      for (const auto& k : loop->body)
-        if (!fits(*k)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-namespace {
-
-// The solve's tiles, one choice for all its kernels: like every XLA fusion, as large as the
-// scoped VMEM allows (chunks first, then heads): small tiles would leave each iteration's 8.5 GB
-// carry stream latency-bound.
-std::pair<int64_t, int64_t> solve_tiles(const GdnShape& s) {
+// The product's tiles, like every XLA fusion's as large as the scoped VMEM allows (chunks first,
+// then heads).
+std::shared_ptr<const Kernel> solve_product(const GdnShape& s) {
   const int64_t tb = default_tile(s.chunks());
   for (int64_t hb : kTileChoices)
     if (s.heads % hb == 0) {
-      Program p = solve_triangular_tiled(s, tb, hb);
-      p.add_kernel(solve_product_tiled(s, tb, hb));
-      if (fits_xla_budget(p)) return {tb, hb};
+      auto k = solve_product_tiled(s, tb, hb);
+      if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
     }
-  return {tb, 1};
+  return solve_product_tiled(s, tb, 1);
 }
 
 }  // namespace
 
 Program xla_invert_diagonal_blocks(const GdnShape& s) {
-  const auto [tb, hb] = solve_tiles(s);
-  return solve_triangular_tiled(s, tb, hb);
-}
-
-Program xla_solve_triangular(const GdnShape& s) {
-  const auto [tb, hb] = solve_tiles(s);
-  Program p = solve_triangular_tiled(s, tb, hb);
-  p.add_kernel(solve_product_tiled(s, tb, hb));
+  Program p;
+  p.name = "solve_triangular";
+  p.add_kernel(invert_blocks(s));
   return p;
 }
 
-std::shared_ptr<const Kernel> xla_inverse_product(const GdnShape& s) {
-  const auto [tb, hb] = solve_tiles(s);
-  return solve_product_tiled(s, tb, hb);
+Program xla_solve_triangular(const GdnShape& s) {
+  Program p = xla_invert_diagonal_blocks(s);
+  p.add_kernel(solve_product(s));
+  return p;
 }
+
+std::shared_ptr<const Kernel> xla_inverse_product(const GdnShape& s) { return solve_product(s); }
 
 std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {
   return fit_xla_tile(s.heads, [&](int64_t hb) {

@@ -1,16 +1,16 @@
 // What XLA runs around and instead of the GDN Pallas kernels, in the same IR (origin xla):
 //  - the chunk-parallel stages (gdn_kernels.md stages 0-2 and 4, and their backward 4'-0');
 //  - the baselines the kernels replace (xla_lowering.md sections 1-2):
-//    * solve_triangular as TriangularSolveExpander lowers it for C <= 128: a prologue, a while
-//      loop of C - 1 row steps over all B*N*H blocks whose [C, C] carry streams through HBM every
-//      iteration, and a final HIGHEST inv x b dot;
+//    * solve_triangular as XLA's TPU backend compiles it at C <= 128: one custom call
+//      (InvertDiagBlocksLowerTriangular) that inverts the B*N*H diagonal blocks one at a time in
+//      VMEM, C - 1 dependent row steps each, then a HIGHEST inv x b dot;
 //    * lax.scan over the N chunks with the state h in HBM: per iteration four fusions around the
 //      five HIGHEST dots (h is read three times and written once); the recompute under remat also
 //      stacks the per-iteration residuals; the reverse scan carries dh the same way.
 // XLA fusion boundaries are not public: each fusion here is one dot (or dot pair sharing operands)
 // with its elementwise producers and consumers, which is how XLA's TPU backend fuses around dots;
-// intermediates between fusions round-trip HBM. A batched row-vector x matrix product (the solve's
-// row step) is taken to run as multiply + reduce on the VPU rather than as an M = 1 MXU matmul.
+// intermediates between fusions round-trip HBM. The inversion's row step (a row-vector x matrix
+// product) is taken to run as multiply + reduce on the VPU rather than as an M = 1 MXU matmul.
 // The baselines are timing schedules: their ops have the right shapes and costs, but their dynamic
 // per-iteration indices (which row, which chunk) are not modelled, so they do not run functionally.
 #pragma once

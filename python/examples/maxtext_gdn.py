@@ -114,3 +114,39 @@ def doubling_path_train(q, k, v, g, beta):
 
 def doubling_path_train_remat(q, k, v, g, beta):
     return _train(_rule_doubling, remat=True)(q, k, v, g, beta)
+
+
+# ---- the ladder build's inversion: MaxText PR #4348's Pallas ladder in place of solve_triangular ----
+
+
+def _ladder_module():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).with_name("gdn_invert_ladder.py")
+    spec = importlib.util.spec_from_file_location("gdn_invert_ladder", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _JaxWithLadderSolve(_JaxWithDoublingSolve):
+    """`jax` for the MaxText function, except that solve_triangular(I + S, I) is the Pallas
+    inversion ladder of S with its custom VJP (python/examples/gdn_invert_ladder.py)."""
+
+    class _Linalg:
+        @staticmethod
+        def solve_triangular(m, _identity, **_):
+            return _ladder_module().invert_unit_lower(m - jnp.eye(m.shape[-1], dtype=m.dtype))
+
+    scipy = _JaxWithDoublingSolve._Scipy()
+    scipy.linalg = _Linalg()
+
+
+_rule_ladder = function("maxtext/models/qwen3.py", "jax_chunk_gated_delta_rule",
+                        {"jax": _JaxWithLadderSolve(), "jnp": jnp, "lax": lax, "Array": Any})
+
+
+def ladder_path_train_remat(q, k, v, g, beta):
+    """main_path_train_remat with the Pallas ladder in place of solve_triangular: the heads ->
+    ladder step of the kernel change as the compiler lays it out (the scan stays lax.scan)."""
+    return _train(_rule_ladder, remat=True)(q, k, v, g, beta)

@@ -111,3 +111,8 @@ def when_on_a_middle_step(x):
 def dot_tanh(x, y):
     """XLA work only: a bf16 dot and a tanh, which XLA fuses into one output fusion."""
     return jnp.tanh(x @ y)
+
+
+def add_one(x):
+    """One elementwise XLA fusion streaming x from and to HBM (the compiler's stream rate)."""
+    return x + 1

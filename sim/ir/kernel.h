@@ -139,6 +139,11 @@ struct When {
   bool holds(const GridIndex& g, const std::vector<int64_t>& grid) const;
 };
 
+// Where an op's result latency comes from: the unit that computes it, or (for the reduction of
+// each row step of XLA's triangular inversion, whose algorithm is not public) the chip's
+// calibrated xla_row_solve_step_cycles (docs/kernels/gdn.md).
+enum class Latency : uint8_t { unit, xla_row_solve_step };
+
 struct Op {
   OpKind kind = OpKind::elementwise;
   std::string name;
@@ -159,6 +164,7 @@ struct Op {
   // slice / concat
   int axis = 0;
   int64_t start = 0, size = 0;
+  Latency latency = Latency::unit;
 };
 
 // Problem sizes of a dot_general after resolving dimension numbers.

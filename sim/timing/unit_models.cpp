@@ -45,7 +45,13 @@ int64_t vpu_cycles(const ChipSpec& chip, const Kernel& k, const Op& op) {
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::transcendental:
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_transcendental_per_cycle);
-    case OpKind::cast:
+    case OpKind::cast: {
+      const DType from = k.values.at(op.inputs.at(0)).dtype;
+      const bool repacks = (from == DType::f32 && out.dtype == DType::bf16) ||
+                           (from == DType::bf16 && out.dtype == DType::f32);
+      return per_cycle(chip, vreg_count(out.shape),
+                       chip.vpu_simple_per_cycle / (repacks ? chip.vpu_cast_ops_per_vreg : 1.0));
+    }
     case OpKind::copy:
       return per_cycle(chip, vreg_count(out.shape), chip.vpu_simple_per_cycle);
     case OpKind::mask:  // iota, compare, select; a broadcast only stores

@@ -114,15 +114,20 @@ TEST(HloImport, TheMaxTextMainPathsSolveAndScanAsCompiled) {
   ASSERT_EQ(p.loops.size(), 1u);
   EXPECT_EQ(p.loops[0].trips, 2);
   EXPECT_NE(p.loops[0].op_name.find("while"), std::string::npos);
-  // The custom call runs as the expander's inversion: a prologue and C - 1 = 127 row steps.
-  int row_loops = 0;
+  // The custom call runs as the block-at-a-time inversion: one grid step per [C, C] block (2
+  // chunks x 2 heads), C - 1 = 127 row steps in each.
+  int inversions = 0;
   for (const ProgramItem& item : p.program.items)
-    if (const auto* l = std::get_if<Loop>(&item.what); l && item.name == "solve row loop") {
-      ++row_loops;
-      EXPECT_EQ(l->trips, 127);
+    if (const auto* k = std::get_if<KernelCall>(&item.what);
+        k && k->kernel->name == "InvertDiagBlocksLowerTriangular (xla)") {
+      ++inversions;
+      EXPECT_EQ(k->kernel->grid_steps(), 4);
+      int row_steps = 0;
+      for (const Op& op : k->kernel->body) row_steps += op.latency == Latency::xla_row_solve_step;
+      EXPECT_EQ(row_steps, 127);
       EXPECT_NE(item.stage.find("triangular_solve"), std::string::npos) << item.stage;
     }
-  EXPECT_EQ(row_loops, 1);
+  EXPECT_EQ(inversions, 1);
   // Dots: S, u, w and inv x I per (chunk, head) in the forward, 4 x 4 x 2 x 128^3; five per
   // iteration of the scan over both heads, 2 x 5 x 2 x 2 x 128^3.
   const RunResult r = simulate(load_chip("v5e"), p.program);

@@ -215,7 +215,7 @@ TEST_F(Cli, EveryGdnKernelCommandRuns) {
 
 TEST_F(Cli, GdnBadInput) {
   expect_clean_failure(run("kernel gdn-layer --build fast"),
-                       "unknown GDN build 'fast' (known: main, scan, heads, ladder)");
+                       "unknown GDN build 'fast' (known: main, scan, heads, ladder, doubling)");
   expect_clean_failure(run("kernel gdn-scan-fwd --seq 1000 --chunk 128"),
                        "GDN shape: seq 1000 is not a multiple of the chunk size 128");
   expect_clean_failure(run("kernel gdn-scan-fwd --head-tile 5"),

@@ -213,9 +213,7 @@ TEST(Inversion, DoublingVjpMatchesFiniteDifferences) {
     for (int64_t i = 1; i < s.chunk; i += 3)
       for (int64_t j = 0; j < i; j += 2) {
         const double saved = S[t](i, j), h = 1e-5;
-        auto loss = [&] {
-          return (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum();
-        };
+        auto loss = [&] { return (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum(); };
         S[t](i, j) = saved + h;
         const double up = loss();
         S[t](i, j) = saved - h;

@@ -107,5 +107,25 @@ TEST(BodySchedule, PredicatedOpsOnlyRunWhenActive) {
   EXPECT_EQ(schedule_body(round_chip(), *k, {true}).length, 1 + 2);
 }
 
+TEST(VpuCycles, CastsBetweenF32AndBf16CostTheChipsPackingInstructions) {
+  // A [64, 128] value is 8 vregs; 2 simple ops per cycle. Narrowing and widening take
+  // vpu_cast_ops_per_vreg instructions per vreg (3: 12 cycles); a cast to s32 repacks nothing.
+  ChipSpec chip = testing::round_chip();
+  chip.vpu_cast_ops_per_vreg = 3;
+  KernelBuilder kb("casts");
+  kb.grid({1}, {DimSemantics::parallel});
+  const Shape s{64, 128};
+  const ValueId x = kb.input({"x", s, DType::f32}, s, IndexMap({constant(0), constant(0)}));
+  const ValueId narrow = kb.cast("bf16", x, DType::bf16);
+  const ValueId wide = kb.cast("f32", narrow, DType::f32);
+  kb.cast("s32", wide, DType::s32);
+  const auto k = kb.build();
+  EXPECT_EQ(vpu_cycles(chip, *k, k->body[0]), 12);
+  EXPECT_EQ(vpu_cycles(chip, *k, k->body[1]), 12);
+  EXPECT_EQ(vpu_cycles(chip, *k, k->body[2]), 4);
+  chip.vpu_cast_ops_per_vreg = 1;  // v6e: one instruction per vreg
+  EXPECT_EQ(vpu_cycles(chip, *k, k->body[0]), 4);
+}
+
 }  // namespace
 }  // namespace tpusim
