@@ -246,4 +246,19 @@ void OutputFiles::commit() {
   files_.clear();
 }
 
+std::string live_buffers_text(const Program& p, const Liveness& l) {
+  if (l.peak_item < 0) return "";
+  const ProgramItem& at = p.items[l.peak_item];
+  std::string out = fmt::format(
+      "HBM buffers live (tpusim): peak {} at item {} ({}); largest:", format_bytes(l.peak_bytes),
+      l.peak_item, at.stage.empty() ? at.name : at.stage);
+  for (size_t i = 0; i < l.at_peak.size() && i < 5; ++i)
+    for (const LiveBuffer& b : l.buffers)
+      if (b.name == l.at_peak[i] && b.first <= l.peak_item) {
+        out += fmt::format(" {} {}{}", b.name, format_bytes(b.bytes), i + 1 < 5 ? "," : "");
+        break;
+      }
+  return out + "\n";
+}
+
 }  // namespace tpusim

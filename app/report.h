@@ -8,11 +8,16 @@
 #include <vector>
 
 #include "sim/chip_spec.h"
+#include "sim/ir/liveness.h"
 #include "sim/timing/result.h"
 
 namespace tpusim {
 
 std::string summary_text(const RunResult& r, const ChipSpec& chip);
+
+// One line: the peak of the HBM buffers the program holds live (sim/ir/liveness.h), where it is
+// and its largest buffers.
+std::string live_buffers_text(const Program& p, const Liveness& l);
 
 // Time per stage label (program items without a stage count under their name), in program order.
 std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);

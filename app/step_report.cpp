@@ -198,4 +198,26 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
   return out;
 }
 
+std::string batch_split_text(const StepConfig& c, const std::vector<BatchSplit>& split) {
+  std::string out = fmt::format(
+      "what batching buys (predicted at batch/chip {} and {}; per step, all instances):\n",
+      c.batch_per_chip, 2 * c.batch_per_chip);
+  for (const BatchSplit& b : split) {
+    const double total = b.fixed_s + c.batch_per_chip * b.per_sample_s;
+    out += fmt::format(
+        "  {:<42} batch-independent {:9.3f} ms  per sample {:9.3f} ms  -> {:5.1f}% "
+        "independent\n",
+        b.part, b.fixed_s * 1e3, b.per_sample_s * 1e3, total > 0 ? 100 * b.fixed_s / total : 0.0);
+  }
+  return out;
+}
+
+nlohmann::json batch_split_json(const StepConfig& c, const std::vector<BatchSplit>& split) {
+  nlohmann::json j = {{"batch_per_chip", c.batch_per_chip}, {"parts", nlohmann::json::array()}};
+  for (const BatchSplit& b : split)
+    j["parts"].push_back(
+        {{"part", b.part}, {"batch_independent_s", b.fixed_s}, {"per_sample_s", b.per_sample_s}});
+  return j;
+}
+
 }  // namespace tpusim

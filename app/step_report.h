@@ -20,6 +20,11 @@ std::map<std::string, double> unit_utilisation(const StepPrediction& p);
 std::string unit_utilisation_text(const StepPrediction& p);
 nlohmann::json step_json(const Scenario& s, const StepPrediction& p);
 
+// "what batching buys" per part: the batch-independent and per-sample times (batch_split), and
+// the share of the part that is batch-independent at the scenario's batch.
+std::string batch_split_text(const StepConfig& c, const std::vector<BatchSplit>& split);
+nlohmann::json batch_split_json(const StepConfig& c, const std::vector<BatchSplit>& split);
+
 struct ValidationRow {
   std::string scenario, metric, source;
   double predicted = 0, measured = 0;

@@ -31,6 +31,7 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   }
   files.commit();
   std::cout << summary_text(r, chip);
+  if (program.items.size() > 1) std::cout << live_buffers_text(program, hbm_liveness(program));
   return r;
 }
 

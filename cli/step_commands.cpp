@@ -89,8 +89,13 @@ Command run_command(CLI::App& app) {
               "its chip)");
         const Scenario sc = load_scenario(a->file);
         const StepPrediction p = predict_step(sc.step);
+        const std::vector<BatchSplit> split = batch_split(sc.step, p);
         OutputFiles files;
-        if (!a->out.json.empty()) files.stage(a->out.json, json_text(step_json(sc, p), 2) + "\n");
+        if (!a->out.json.empty()) {
+          nlohmann::json j = step_json(sc, p);
+          j["batch_split"] = batch_split_json(sc.step, split);
+          files.stage(a->out.json, json_text(j, 2) + "\n");
+        }
         if (!a->out.trace.empty()) {
           ChipSpec chip = sc.step.chip;
           chip.host_dispatch_s = 0;
@@ -98,7 +103,7 @@ Command run_command(CLI::App& app) {
           files.stage(a->out.trace, json_text(chrome_trace(r)) + "\n");
         }
         files.commit();
-        std::cout << step_summary_text(sc, p);
+        std::cout << step_summary_text(sc, p) << batch_split_text(sc.step, split);
       }};
 }
 

@@ -60,6 +60,8 @@ Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::B
       check(s.step);  // e.g. a kernel build under context parallelism
     }
     o.step = predict_step(s.step);
+    o.batch = batch_split(s.step, *o.step);
+    o.batch_per_chip = s.step.batch_per_chip;
     // The file's measurements belong to its own build.
     if (s.step.gdn.build == as_measured) o.validation = validation_rows(s, *o.step);
     o.what = s.name;

@@ -48,6 +48,8 @@ struct Outcome {
   std::optional<Shown> run, compare;
   std::optional<StepPrediction> step;
   std::vector<ValidationRow> validation;  // predicted against the scenario's measured values
+  std::vector<BatchSplit> batch;          // each part's batch-independent and per-sample time
+  int64_t batch_per_chip = 0;
   std::string error, what;
   double peak_flops = 0;
   bool scenario = false;  // from the scenario file (the training-step panel), not the knobs

@@ -74,6 +74,34 @@ void validation_table(const std::vector<ValidationRow>& rows) {
   ImGui::EndTable();
 }
 
+// What batching buys: per part, the time that does not grow with the batch and what each sample
+// adds (the step predicted at B and 2B).
+void batch_table(const Outcome& o) {
+  if (o.batch.empty()) return;
+  ImGui::Text("what batching buys (per step, predicted at batch/chip %lld and %lld):",
+              static_cast<long long>(o.batch_per_chip),
+              static_cast<long long>(2 * o.batch_per_chip));
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("batch split", 4, flags)) return;
+  for (const char* h : {"part", "batch-independent", "per sample", "independent share"})
+    ImGui::TableSetupColumn(h);
+  ImGui::TableHeadersRow();
+  for (const BatchSplit& b : o.batch) {
+    const double total = b.fixed_s + o.batch_per_chip * b.per_sample_s;
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(b.part.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%.3f ms", b.fixed_s * 1e3);
+    ImGui::TableNextColumn();
+    ImGui::Text("%.3f ms", b.per_sample_s * 1e3);
+    ImGui::TableNextColumn();
+    ImGui::Text("%.1f%%", total > 0 ? 100 * b.fixed_s / total : 0.0);
+  }
+  ImGui::EndTable();
+}
+
 void step_totals(const Outcome& o) {
   const StepPrediction& s = *o.step;
   ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
@@ -86,6 +114,7 @@ void step_totals(const Outcome& o) {
   for (const StepPart& part : s.parts)
     ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
                 static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
+  batch_table(o);
   validation_table(o.validation);
 }
 

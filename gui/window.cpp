@@ -122,8 +122,11 @@ struct Session {
     if (result->scenario) {
       step_shown = std::move(*result);
       if (!o.screenshot.empty() && step_shown.step)
-        std::fprintf(stderr, "step panel: %zu predicted-against-measured rows, step %.4f s\n",
-                     step_shown.validation.size(), step_shown.step->step_time_s);
+        std::fprintf(stderr,
+                     "step panel: %zu predicted-against-measured rows, %zu parts split by batch, "
+                     "step %.4f s\n",
+                     step_shown.validation.size(), step_shown.batch.size(),
+                     step_shown.step->step_time_s);
     } else {
       shown = std::move(*result);
       tl = view_of(shown, o.window_us);

@@ -48,8 +48,23 @@ Setter field(T ChipSpec::*member, const char* type_name, Range r = kPositive) {
   };
 }
 
+Setter megacore_split() {
+  return [](ChipSpec& c, const std::string& file, const YAML::Node& n, const std::string& key) {
+    const std::string v = n.IsScalar() ? n.Scalar() : "";
+    if (v == "first_divisible_parallel")
+      c.megacore_split = MegacoreSplit::first_divisible_parallel;
+    else if (v == "leading_parallel")
+      c.megacore_split = MegacoreSplit::leading_parallel;
+    else
+      yaml_fail(
+          file, n, key,
+          fmt::format("'{}' is not a split rule: first_divisible_parallel or leading_parallel", v));
+  };
+}
+
 const std::map<std::string, Setter>& fields() {
   static const std::map<std::string, Setter> f = {
+      {"megacore_split", megacore_split()},
       {"clock_hz", field(&ChipSpec::clock_hz, "a number")},
       {"tensorcores", field(&ChipSpec::tensorcores, "an integer")},
       {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer")},

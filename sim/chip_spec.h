@@ -7,12 +7,18 @@
 
 namespace tpusim {
 
+// Which grid axis of a kernel a megacore chip splits over its TensorCores: the first parallel
+// axis whose size the core count divides (else the first parallel axis longer than one), or
+// always the leading parallel axis (a batch-1 leading axis then leaves one core idle).
+enum class MegacoreSplit { first_divisible_parallel, leading_parallel };
+
 struct ChipSpec {
   std::string name;
 
   // TensorCore
   double clock_hz = 0;
   int tensorcores = 1;  // 2 = megacore (v5p)
+  MegacoreSplit megacore_split = MegacoreSplit::first_divisible_parallel;
   int mxus_per_core = 4;
   int mxu_dim = 128;
   // Latency from a dot's last row in to its last result out, in units of mxu_dim (one value for

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "kernels/gdn/layer.h"
+#include "models/parallel/collective_plan.h"
 #include "models/workload/layers.h"
+#include "sim/ir/liveness.h"
 
 namespace tpusim {
 
@@ -70,19 +73,19 @@ void saved_activations(const StepConfig& c, const LocalSizes& l, int64_t Et,
     items.push_back({"activations saved by the remat policy", saved[1], /*on_device=*/false});
 }
 
-// A GDN layer's core arrays and residuals beyond the dense working set.
+// A GDN layer core's backward beyond the dense working set: the peak of the HBM buffers its
+// recompute and backward programs hold live (sim/ir/liveness.h): chunk arrays, the solve's or the
+// scan's stacked residuals, f32 cotangents, lane padding (docs/kernels/gdn.md checks it against
+// the compiler's memory analysis).
 int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
-  const kernels::gdn::GdnShape g = gdn_shape(c, l);
-  const int64_t B = g.batch, N = g.chunks(), H = g.heads, C = g.chunk, D = g.dk;
-  const int64_t chunk_arrays =
-      B * N * H * C * D * kBf16 * 5 + B * N * H * C * C * kF32 * 2;  // w u q k v, S and A
-  const int64_t residuals =
-      c.gdn.build == kernels::gdn::Build::main
-          ? N * B * H * kF32 * (D * D + 3 * C * D + D * C + 2 * C * C)  // lax.scan stacks
-          : B * N * H * D * D * kF32;                                   // h_saved
-  // Context parallelism: the local fold's carries (A, B) stacked per chunk for its backward.
-  const int64_t cp_carries = c.mesh.context > 1 ? N * B * H * (D * D + D * g.dv) * kF32 : 0;
-  return chunk_arrays + residuals + cp_carries;
+  kernels::gdn::LayerOptions o = c.gdn;
+  if (c.mesh.context > 1) o.context = context_axis(c);
+  const Program core = kernels::gdn::layer_core(gdn_shape(c, l), o);
+  return hbm_liveness(core,
+                      [](const ProgramItem& item) {
+                        return item.stage.rfind("fwd:", 0) != 0;  // the recompute and the backward
+                      })
+      .peak_bytes;
 }
 
 }  // namespace
@@ -121,10 +124,8 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
   if (layer_ws >= logits) {
     items.push_back(
         {m.gdn_layers() > 0 && gdn_ws >= dense_ws
-             ? fmt::format(
-                   "peak: a GDN layer's backward (activations, chunk arrays, {}) + gathered "
-                   "weights",
-                   c.gdn.build == kernels::gdn::Build::main ? "lax.scan residuals" : "h_saved")
+             ? "peak: a GDN layer's backward (activations, the core's live HBM buffers) + "
+               "gathered weights"
              : "peak: a layer's backward (activations) + gathered weights",
          layer_ws});
   } else {

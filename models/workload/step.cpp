@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "models/parallel/collective_plan.h"
 #include "models/workload/layers.h"
 #include "sim/timing/engine.h"
@@ -152,6 +154,23 @@ StepPrediction predict_step(const StepConfig& c) {
     if (it.on_device) out.peak_hbm_bytes += it.bytes;
   out.hbm_capacity_bytes = c.chip.hbm_bytes;
   out.fits_hbm = out.peak_hbm_bytes <= out.hbm_capacity_bytes;
+  return out;
+}
+
+std::vector<BatchSplit> batch_split(const StepConfig& c, const StepPrediction& at_b) {
+  StepConfig doubled = c;
+  doubled.batch_per_chip = 2 * c.batch_per_chip;
+  const StepPrediction at_2b = predict_step(doubled);
+  auto share = [](const StepPart& p) { return p.count * (p.compute_s + p.exposed_s); };
+  std::vector<BatchSplit> out;
+  for (const StepPart& part : at_b.parts) {
+    const auto twice = std::find_if(at_2b.parts.begin(), at_2b.parts.end(),
+                                    [&](const StepPart& p) { return p.name == part.name; });
+    if (twice == at_2b.parts.end()) continue;
+    const double b = static_cast<double>(c.batch_per_chip);
+    const double per_sample = (share(*twice) - share(part)) / b;
+    out.push_back({part.name, share(part) - b * per_sample, per_sample});
+  }
   return out;
 }
 

@@ -52,6 +52,17 @@ struct StepPrediction {
 void check(const StepConfig& c);
 StepPrediction predict_step(const StepConfig& c);
 
+// What batching buys: each part's share of the step (count x (compute + exposed collectives))
+// split into what does not grow with the per-chip batch (a chain of dependent steps, a loop's
+// trips, a kernel launch, weights gathered once) and what each sample adds, from the step
+// predicted at batch B (`at_b`) and at 2B: per_sample = (t(2B) - t(B)) / B, fixed = t(B) -
+// B x per_sample. Parts are matched by name.
+struct BatchSplit {
+  std::string part;
+  double fixed_s = 0, per_sample_s = 0;
+};
+std::vector<BatchSplit> batch_split(const StepConfig& c, const StepPrediction& at_b);
+
 // One layer of each kind and the embedding and logits, back to back, with stage labels
 // "part / stage": what `tpusim run --trace` records. Left out: the collectives (accounted
 // analytically in predict_step) and the AdamW update, a single HBM-bound pass over the local

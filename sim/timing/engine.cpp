@@ -18,10 +18,13 @@ int sc_main(int, char**) { return 1; }
 namespace tpusim {
 namespace {
 
-// The megacore split: Pallas shards the first "parallel" axis whose size the core count divides,
-// falling back to the first parallel axis with more than one index (PALLAS-pipe).
-int split_axis(const Kernel& k, int cores) {
+// The megacore split (the chip's megacore_split rule): the grid axis whose indices are dealt to
+// the TensorCores, or -1 for none.
+int split_axis(const Kernel& k, int cores, MegacoreSplit rule) {
   if (cores < 2) return -1;
+  if (rule == MegacoreSplit::leading_parallel)
+    for (size_t a = 0; a < k.grid.size(); ++a)
+      if (k.semantics[a] == DimSemantics::parallel) return static_cast<int>(a);
   for (size_t a = 0; a < k.grid.size(); ++a)
     if (k.semantics[a] == DimSemantics::parallel && k.grid[a] % cores == 0)
       return static_cast<int>(a);
@@ -122,7 +125,7 @@ class Chip : public sc_core::sc_module {
     const auto before = cores_[0]->account().time;
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
-    const int axis = split_axis(k, chip_.tensorcores);
+    const int axis = split_axis(k, chip_.tensorcores, chip_.megacore_split);
     const int used =
         axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
     remaining_ = used;

@@ -116,7 +116,8 @@ TEST(Gui, StepPanelShowsPredictedAgainstMeasured) {
                                "--seq 1024",
                            &status);
   ASSERT_EQ(status, 0);
-  EXPECT_NE(p.log.find("step panel: 2 predicted-against-measured rows"), std::string::npos)
+  EXPECT_NE(p.log.find("step panel: 2 predicted-against-measured rows, 5 parts split by batch"),
+            std::string::npos)
       << p.log;
   // The same file run in another build: a slower step, and no comparison with measurements that
   // belong to the file's build.

@@ -7,6 +7,7 @@
 #include "kernels/gdn/xla.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
+#include "sim/ir/liveness.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim {
@@ -153,6 +154,17 @@ TEST(GdnTiming, KnobSweepRunsOrReportsVmemOnEveryChip) {
       EXPECT_GT(ran, 0) << name << " C=" << chunk;
     }
   }
+}
+
+TEST(GdnMemory, TheMainCoresLiveBuffersMatchTheCompilersMemoryAnalysis) {
+  // The compiler's memory analysis of MaxText's main path with remat at C1's shape on v5e
+  // (docs/kernels/gdn.md; python -m tpusim_jax compile
+  // python/examples/maxtext_gdn.py:main_path_train_remat): 1329.1 MiB, of which 13.3 MiB is
+  // code. The generator's layer core (which also holds the q/k l2norm) over its whole program.
+  const double compiler_mib = 1329.1 - 13.3;
+  const Liveness l = hbm_liveness(g::layer_core(kC1, {g::Build::main}));
+  const double mib = l.peak_bytes / double(1 << 20);
+  EXPECT_NEAR(mib, compiler_mib, 0.10 * compiler_mib);
 }
 
 }  // namespace

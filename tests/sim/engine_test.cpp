@@ -139,6 +139,41 @@ TEST(Engine, MegacoreSplitsTheParallelGridOverTwoCores) {
   EXPECT_EQ(two.flops, one.flops);
 }
 
+TEST(Engine, TheChipsSplitRuleDecidesWhetherABatchOneKernelUsesBothCores) {
+  // Grid (batch 1, 8 heads), both parallel, as the GDN kernels put the batch first. Splitting the
+  // first axis the core count divides deals the heads to the two cores; splitting the leading
+  // axis leaves one core idle and takes twice as long.
+  KernelBuilder b("batch first");
+  b.grid({1, 8}, {DimSemantics::parallel, DimSemantics::parallel});
+  const ValueId x =
+      b.input({"x", {8 * 1024, 128}, DType::bf16}, {1024, 128}, IndexMap({axis(1), constant(0)}));
+  const ValueId w =
+      b.input({"w", {128, 128}, DType::bf16}, {128, 128}, IndexMap({constant(0), constant(0)}));
+  const ValueId o =
+      b.output({"o", {8 * 8, 128}, DType::f32}, {8, 128}, IndexMap({axis(1), constant(0)}));
+  ValueId v = x;
+  for (int i = 0; i < 8; ++i) v = b.dot("dot", v, w, DType::bf16);
+  b.reduce("sum", v, {0});
+  b.fill("o", o, 0);
+  const auto k = b.build();
+  auto cores_used = [](const RunResult& r) {
+    std::set<int> cores;
+    for (const TimelineEvent& e : r.events)
+      if (r.units[e.unit].kind == UnitKind::mxu) cores.insert(r.units[e.unit].core);
+    return cores.size();
+  };
+  ChipSpec chip = round_chip(2);
+  chip.megacore_split = MegacoreSplit::first_divisible_parallel;
+  const RunResult both = simulate_kernel(chip, k, {.record_timeline = true});
+  chip.megacore_split = MegacoreSplit::leading_parallel;
+  const RunResult one = simulate_kernel(chip, k, {.record_timeline = true});
+  EXPECT_EQ(cores_used(both), 2u);
+  EXPECT_EQ(cores_used(one), 1u);
+  const double ratio = static_cast<double>(one.cycles) / both.cycles;
+  EXPECT_GT(ratio, 1.9);
+  EXPECT_LT(ratio, 2.0);
+}
+
 TEST(Engine, ArbitraryAxisIsNotSplitAcrossCores) {
   const RunResult r =
       simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),

@@ -1,0 +1,163 @@
+#include "sim/ir/liveness.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace tpusim {
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// One item's use of the arrays: read (before any write in the item) and written.
+struct Use {
+  std::map<std::string, int64_t> reads, writes;  // name -> bytes
+};
+
+void add(std::map<std::string, int64_t>& to, const std::string& name, int64_t bytes) {
+  to[name] = std::max(to[name], bytes);
+}
+
+Use kernel_use(const Kernel& k) {
+  Use u;
+  for (const BlockSpec& b : k.inputs)
+    if (b.array.space == MemSpace::hbm)
+      add(u.reads, b.array.name, hbm_tiled_bytes(b.array.shape, b.array.dtype));
+  for (const BlockSpec& b : k.outputs)
+    if (b.array.space == MemSpace::hbm)
+      add(u.writes, b.array.name, hbm_tiled_bytes(b.array.shape, b.array.dtype));
+  return u;
+}
+
+// A loop's use, as whole arrays (see the header), given which names are read after it.
+Use loop_use(const Loop& l, const std::set<std::string>& read_later) {
+  const std::string slice = "[n]";
+  auto whole = [&](const std::string& n) {
+    return n.size() > slice.size() && n.compare(n.size() - slice.size(), slice.size(), slice) == 0
+               ? n.substr(0, n.size() - slice.size())
+               : std::string();
+  };
+  Use u;
+  std::set<std::string> written;
+  for (const auto& k : l.body) {
+    const Use ku = kernel_use(*k);
+    for (const auto& [n, b] : ku.reads) {
+      const std::string w = whole(n);
+      if (!w.empty())
+        add(u.reads, w, b * l.trips);
+      else if (!written.count(n))
+        add(u.reads, n, b);  // a carry or a loop-invariant input
+    }
+    for (const auto& [n, b] : ku.writes) {
+      const std::string w = whole(n);
+      if (!w.empty()) {
+        add(u.writes, w, b * l.trips);
+        continue;
+      }
+      const bool carry = u.reads.count(n) > 0;
+      add(u.writes, n, !carry && read_later.count(n) ? b * l.trips : b);
+      written.insert(n);
+    }
+  }
+  return u;
+}
+
+}  // namespace
+
+int64_t hbm_tiled_bytes(const Shape& shape, DType dtype) {
+  // XLA lays size-1 dims out of the way (f32[.., 128, 1] is {3,4,...:T(1,128)} in the compiled
+  // programs), so only the other dims are tiled.
+  Shape dims;
+  for (int64_t d : shape)
+    if (d != 1) dims.push_back(d);
+  const int64_t size = byte_size(dtype);
+  int64_t elements = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t n = dims[d];
+    if (d + 1 == dims.size()) n = round_up(n, 128);
+    if (d + 2 == dims.size()) n = round_up(n, 8 * 4 / size);
+    elements *= n;
+  }
+  return elements * size;
+}
+
+Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramItem&)>& include) {
+  std::vector<int> items;
+  for (int i = 0; i < static_cast<int>(p.items.size()); ++i)
+    if ((!include || include(p.items[i])) && !std::holds_alternative<Collective>(p.items[i].what))
+      items.push_back(i);
+  // Names read by each item and after it (to tell a loop's stacked outputs from its temporaries).
+  std::vector<std::set<std::string>> read_after(items.size() + 1);
+  for (int j = static_cast<int>(items.size()) - 1; j >= 0; --j) {
+    read_after[j] = read_after[j + 1];
+    const ProgramItem& item = p.items[items[j]];
+    auto note = [&](const Kernel& k) {
+      for (const BlockSpec& b : k.inputs) read_after[j].insert(b.array.name);
+    };
+    if (const auto* c = std::get_if<KernelCall>(&item.what)) note(*c->kernel);
+    if (const auto* l = std::get_if<Loop>(&item.what))
+      for (const auto& k : l->body) note(*k);
+  }
+  // One span per value: a write that does not read the name (not in place) starts a new value.
+  struct Span {
+    std::string name;
+    int64_t bytes = 0;
+    int first = -1, last_read = -1, last_write = -1;
+  };
+  std::vector<Span> spans;
+  std::map<std::string, size_t> current;
+  const int end = static_cast<int>(items.size()) - 1;
+  for (int j = 0; j <= end; ++j) {
+    const ProgramItem& item = p.items[items[j]];
+    Use u;
+    if (const auto* c = std::get_if<KernelCall>(&item.what)) u = kernel_use(*c->kernel);
+    if (const auto* l = std::get_if<Loop>(&item.what)) u = loop_use(*l, read_after[j + 1]);
+    for (const auto& [n, b] : u.reads) {
+      auto it = current.find(n);
+      if (it == current.end())  // read before any write: an argument, held from the start
+        it = current.emplace(n, spans.size()).first, spans.push_back({n, b, 0, -1, -1});
+      Span& s = spans[it->second];
+      s.bytes = std::max(s.bytes, b);
+      s.last_read = j;
+    }
+    for (const auto& [n, b] : u.writes) {
+      auto it = current.find(n);
+      if (it == current.end() || !u.reads.count(n)) {
+        current[n] = spans.size();
+        spans.push_back({n, b, j, -1, j});
+        continue;
+      }
+      Span& s = spans[it->second];
+      s.bytes = std::max(s.bytes, b);
+      s.last_write = j;
+    }
+  }
+  // A value written and not read after: the program's output if it is the name's last value
+  // (held to the end), else dead at once.
+  Liveness out;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    int last = s.last_read;
+    if (s.last_write > s.last_read) last = current.at(s.name) == i ? end : s.last_write;
+    out.buffers.push_back({s.name, s.bytes, s.first, last});
+  }
+  for (int j = 0; j <= end; ++j) {
+    int64_t sum = 0;
+    for (const LiveBuffer& b : out.buffers)
+      if (b.first <= j && j <= b.last) sum += b.bytes;
+    if (sum > out.peak_bytes) out.peak_bytes = sum, out.peak_item = items[j];
+  }
+  if (out.peak_item >= 0) {
+    const int j =
+        static_cast<int>(std::find(items.begin(), items.end(), out.peak_item) - items.begin());
+    std::vector<const LiveBuffer*> at;
+    for (const LiveBuffer& b : out.buffers)
+      if (b.first <= j && j <= b.last) at.push_back(&b);
+    std::sort(at.begin(), at.end(),
+              [](const LiveBuffer* a, const LiveBuffer* b) { return a->bytes > b->bytes; });
+    for (const LiveBuffer* b : at) out.at_peak.push_back(b->name);
+  }
+  return out;
+}
+
+}  // namespace tpusim
