@@ -29,3 +29,4 @@ eval "$G --kernel gdn-invert --tile-n 8 --window-us 300 330 --screenshot docs/im
 eval "$G --kernel gdn-solve-triangular --window-us 1000 1040 --screenshot docs/img/gui_solve.png"
 eval "$G --kernel gdn-invert --compare gdn-solve-triangular --seq 1024 --screenshot docs/img/gui_compare_ladder_solve.png"
 eval "$G scenarios/calibration/c1/c1_ladder.yaml --kernel gdn-layer --build main --compare gdn-layer --compare-build ladder --screenshot docs/img/gui_step.png"
+eval "$G --kernel gdn-layer --build ladder --screenshot docs/img/gui_ladder_layer_v5e.png"
