@@ -52,8 +52,8 @@ TEST(Scenario, ShippedScenariosLoad) {
       EXPECT_TRUE(s.measured.empty()) << f;
     }
   }
-  EXPECT_EQ(calibration, 9);  // C1's four builds and five C3 rows
-  EXPECT_GE(blind, 40);
+  EXPECT_EQ(calibration, 18);  // C1's four builds, five C3 rows, nine C5 rows
+  EXPECT_GE(blind, 36);
   EXPECT_EQ(load_scenario(repo("scenarios/calibration/c1/c1_ladder.yaml")).step.gdn.build,
             kernels::gdn::Build::ladder);
 }
@@ -147,7 +147,7 @@ TEST(Scenario, RematIsAPolicyNameOrACustomPlacementPerTensor) {
   for (Activation a : {Activation::context, Activation::out_proj, Activation::mlpwi_0,
                        Activation::mlpwi_1, Activation::mlpwo})
     EXPECT_EQ(s.step.remat[a], Placement::remat) << name(a);
-  EXPECT_EQ(load_scenario(repo("scenarios/blind/b5_11_v6e-256_llama2-70b.yaml")).step.remat.policy,
+  EXPECT_EQ(load_scenario(repo("scenarios/calibration/c5/c5_11_v6e-256_llama2-70b.yaml")).step.remat.policy,
             "qkv_proj_offloaded");
 
   const std::string custom = std::string(kGood) + "remat:\n  custom: {";
