@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "models/chip_loader.h"
@@ -90,6 +92,43 @@ std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& fi
   files.stage(chip_file, chip_file_with(chip_file, {calibrated_value(c.vector_scale, scale_on)}));
   files.stage(docs, c.markdown);
   return {shared, chip_file, docs};
+}
+
+std::string Calibration::summary() const {
+  auto worst = [](const auto& rows) {
+    double w = 0;
+    for (const auto& r : rows)
+      if constexpr (requires { r.measured_s.has_value(); }) {
+        if (r.measured_s) w = std::max(w, std::abs(r.error_pct()));
+      } else {
+        w = std::max(w, std::abs(r.error_pct()));
+      }
+    return w;
+  };
+  const CalibratedConstants& m = engine.matmul;
+  std::string out = "calibrated constants (docs/calibration.md has the tables):\n";
+  out += fmt::format(
+      "  grid_step_overhead_cycles {}, dma_latency_cycles {}, host_dispatch_s {:.4g}: v5e matmul "
+      "table, {} rows, RMS log error {:.4f}, largest error {:.1f}%\n",
+      m.grid_step_overhead_cycles, m.dma_latency_cycles, m.host_dispatch_s, matmul.rows.size(),
+      m.rms_log_error, worst(matmul.rows));
+  out += fmt::format(
+      "  ici_efficiency {:.4f}, ici_hop_latency_s {:.4g}: v5e AllGather, {} rows, largest error "
+      "{:.1f}%\n",
+      engine.collectives.ici_efficiency, engine.collectives.ici_hop_latency_s, gather.rows.size(),
+      worst(gather.rows));
+  auto step = [](const StepConstantFit& f) {
+    return fmt::format("  {} {:.4g} ({}): {} {} measured {:.4g}, predicted {:.4g}\n", f.key,
+                       f.value, f.chip, std::filesystem::path(f.scenario_file).filename().string(),
+                       f.metric, f.measured, f.predicted);
+  };
+  out += step(fill_drain) + step(row_solve_step) + step(vector_scale);
+  for (const InverseRatioRow& r : inverse.rows)
+    if (r.pass != "forward")
+      out += fmt::format(
+          "  check, not fitted: C4 {} ratio measured {:.3f}, predicted {:.3f} ({:+.1f}%)\n", r.pass,
+          r.measured(), r.predicted, r.error_pct());
+  return out;
 }
 
 }  // namespace tpusim

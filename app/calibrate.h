@@ -22,6 +22,9 @@ struct Calibration {
   CollectiveTable gather;
   InverseRatioTable inverse;  // C4, predicted with the fitted constants
   std::string markdown;  // docs/calibration.md
+
+  // A few lines: each fitted constant with what it was fitted on, and the rows that check them.
+  std::string summary() const;
 };
 
 // Every data file is read from the repository (repo_path).

@@ -108,20 +108,26 @@ Command chip_command(CLI::App& app) {
 }
 
 Command calibrate_command(CLI::App& app) {
-  auto write = std::make_shared<bool>(false);
+  struct Args {
+    bool write = false;
+    std::string markdown;
+  };
+  auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
       "calibrate",
-      "fit the engine constants to the v5e matmul table and print predicted against measured");
-  c->add_flag("--write", *write, "update models/chips/shared.yaml and docs/calibration.md");
-  return {c, [write] {
+      "fit every calibrated constant on its measured data and print predicted against measured");
+  c->add_flag("--write", a->write, "update the chip files and docs/calibration.md");
+  c->add_option("--markdown", a->markdown,
+                "write the full report to FILE ('-': print it instead of the summary)");
+  return {c, [a] {
             const Calibration cal = calibrate([](const std::string& what, double seconds) {
               fmt::print(stderr, "calibrate: {} ({:.1f} s)\n", what, seconds);
             });
-            std::cout << cal.markdown;
-            if (!*write) return;
             OutputFiles files;
-            stage_calibration(cal, files);
+            if (a->write) stage_calibration(cal, files);
+            if (!a->markdown.empty() && a->markdown != "-") files.stage(a->markdown, cal.markdown);
             files.commit();
+            std::cout << (a->markdown == "-" ? cal.markdown : cal.summary());
           }};
 }
 
