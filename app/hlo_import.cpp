@@ -16,6 +16,23 @@
 namespace tpusim {
 namespace fs = std::filesystem;
 
+CompilerEstimate compiler_estimate(const HloProgram& h, const RunResult& r,
+                                   double compiled_clock_hz) {
+  CompilerEstimate e;
+  for (const KernelStats& k : r.kernels) {
+    const double simulated = static_cast<double>(k.cycles) / r.clock_hz;
+    const auto it = h.estimated_cycles.find(k.name);
+    if (it == h.estimated_cycles.end()) {
+      e.not_estimated_s += simulated;
+      continue;
+    }
+    ++e.kernels;
+    e.compiler_s += static_cast<double>(it->second) * k.calls / compiled_clock_hz;
+    e.tpusim_s += simulated;
+  }
+  return e;
+}
+
 std::string chip_of_device_kind(const std::string& kind) {
   if (kind == "TPU v5 lite" || kind == "TPU v5e") return "v5e";
   if (kind == "TPU v6 lite" || kind == "TPU v6e") return "v6e";
@@ -50,6 +67,7 @@ class Importer {
     out.program.name = m_.name.empty() ? entry.name : m_.name;
     for (const HloInstruction& in : entry.instructions) add(out, entry, in);
     out.loops = loops_;
+    out.estimated_cycles = estimated_;
     return out;
   }
 
@@ -96,7 +114,12 @@ class Importer {
     if (in.opcode == "conditional" || in.opcode == "call")
       throw Error(fmt::format("{}:{}: '{}' ({}) is not imported yet", m_.file, in.line, in.name,
                               in.opcode));
-    p.add_kernel(work_kernel(in.name, work_of(m_, comp, in)));
+    const auto kernel = work_kernel(in.name, work_of(m_, comp, in));
+    p.add_kernel(kernel);
+    const std::string cfg = in.attr("backend_config");
+    const std::string key = "\"estimated_cycles\":\"";
+    if (const auto at = cfg.find(key); at != std::string::npos)
+      estimated_[kernel->name] = std::stoll(cfg.substr(at + key.size()));
     return p;
   }
 
@@ -236,6 +259,7 @@ class Importer {
   const Program& pallas_;
   const std::map<std::string, std::string>& kernel_of_call_;
   std::vector<HloLoopSummary> loops_;
+  std::map<std::string, int64_t> estimated_;
 };
 
 }  // namespace

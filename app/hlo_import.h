@@ -19,6 +19,7 @@
 
 #include "app/hlo_text.h"
 #include "sim/ir/program.h"
+#include "sim/timing/result.h"
 
 namespace tpusim {
 
@@ -34,6 +35,17 @@ struct HloProgram {
   nlohmann::json compile;  // compile.json (memory and cost analyses, versions); null if absent
   Program program;
   std::vector<HloLoopSummary> loops;
+  // The TPU compiler's own cost model: estimated_cycles (at the compiled chip's clock) of each
+  // fusion or op it estimated, by the kernel's name; custom calls and Pallas kernels have none.
+  std::map<std::string, int64_t> estimated_cycles;
+};
+
+// Seconds of a run the compiler's cost model estimates, beside tpusim's for the same kernels.
+struct CompilerEstimate {
+  int kernels = 0;             // distinct kernels with an estimate
+  double compiler_s = 0;       // estimated cycles x calls / clock
+  double tpusim_s = 0;         // the same kernels as simulated
+  double not_estimated_s = 0;  // simulated time of the kernels without an estimate
 };
 
 // `path`: a directory written by `python -m tpusim_jax compile` or a file of HLO text.
@@ -42,6 +54,11 @@ HloProgram import_hlo(const std::string& path);
 // without an entry the name is read from the op_name (".../NAME/pallas_call").
 HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels,
                              const std::map<std::string, std::string>& kernel_of_call = {});
+
+// The compiler's estimate against the simulation `r` of h.program; `compiled_clock_hz`: the clock
+// of the chip the program was compiled for (the estimate's cycles).
+CompilerEstimate compiler_estimate(const HloProgram& h, const RunResult& r,
+                                   double compiled_clock_hz);
 
 // tpusim's chip name for a JAX device kind ("TPU v5 lite" -> v5e), "" if unknown.
 std::string chip_of_device_kind(const std::string& kind);

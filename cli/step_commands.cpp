@@ -24,11 +24,21 @@ namespace tpusim::cli {
 
 namespace {
 
-// The compiler's view beside the simulation: its while loops and its memory analysis.
-void print_compiled(const HloProgram& h) {
+// The compiler's view beside the simulation: its while loops, its cost model's estimate of the
+// fusions and its memory analysis.
+void print_compiled(const HloProgram& h, const RunResult& r) {
   for (const HloLoopSummary& l : h.loops)
     std::cout << fmt::format("while {}: {} trips, {} ops per trip ({})\n", l.name, l.trips,
                              l.body_items, l.op_name);
+  if (!h.estimated_cycles.empty() && !h.chip.empty()) {
+    const CompilerEstimate e = compiler_estimate(h, r, load_chip(h.chip).clock_hz);
+    std::cout << fmt::format(
+        "compiler's cost model (estimated_cycles at {}'s clock): {} fusions and ops {:.3f} ms, "
+        "tpusim {:.3f} ms for the same ({:+.0f}%); not estimated (custom calls, Pallas kernels): "
+        "tpusim {:.3f} ms\n",
+        h.chip, e.kernels, e.compiler_s * 1e3, e.tpusim_s * 1e3,
+        100 * (e.tpusim_s - e.compiler_s) / e.compiler_s, e.not_estimated_s * 1e3);
+  }
   if (h.compile.is_null()) return;
   const nlohmann::json& m = h.compile["memory"];
   auto mib = [&](const char* k) { return m.value(k, int64_t{0}) / double(1 << 20); };
@@ -70,9 +80,10 @@ Command run_command(CLI::App& app) {
           if (!a->hlo.empty()) {
             const HloProgram h = import_hlo(a->hlo);
             const std::string chip = !a->chip.empty() ? a->chip : h.chip.empty() ? "v5e" : h.chip;
-            run_and_report(load_chip(chip), h.program,
-                           {{"command", "run --hlo"}, {"hlo", a->hlo}, {"chip", chip}}, a->out);
-            print_compiled(h);
+            const RunResult r =
+                run_and_report(load_chip(chip), h.program,
+                               {{"command", "run --hlo"}, {"hlo", a->hlo}, {"chip", chip}}, a->out);
+            print_compiled(h, r);
             return;
           }
           const ImportedProgram p = import_program(a->program);

@@ -107,6 +107,38 @@ TEST(HloImport, ADotFusionCarriesTheCompilersFlops) {
   EXPECT_EQ(r.hbm_read_bytes, 256 * 512 * 2 + 512 * 256 * 2);
 }
 
+TEST(HloImport, TheCompilersCostModelIsReadBesideTheSimulation) {
+  // dot_tanh's one fusion carries "estimated_cycles":"5700" in its backend config: 3.8 us at
+  // v5e's 1.5 GHz, once; the simulation of the same kernel is what tpusim adds up.
+  const HloProgram p = import_hlo(kData + "dot_tanh");
+  ASSERT_EQ(p.estimated_cycles.size(), 1u);
+  EXPECT_EQ(p.estimated_cycles.begin()->second, 5700);
+  const RunResult r = simulate(load_chip("v5e"), p.program);
+  const CompilerEstimate e = compiler_estimate(p, r, 1.5e9);
+  EXPECT_EQ(e.kernels, 1);
+  EXPECT_DOUBLE_EQ(e.compiler_s, 5700 / 1.5e9);
+  double estimated = 0, all = 0;
+  for (const KernelStats& k : r.kernels) {
+    all += k.cycles / r.clock_hz;
+    if (p.estimated_cycles.count(k.name)) estimated += k.cycles / r.clock_hz;
+  }
+  EXPECT_DOUBLE_EQ(e.tpusim_s, estimated);
+  EXPECT_DOUBLE_EQ(e.tpusim_s + e.not_estimated_s, all);
+  // In a loop each call counts: the main path's scan body runs twice.
+  const HloProgram main = import_hlo(kData + "gdn_main_path");
+  const RunResult rm = simulate(load_chip("v5e"), main.program);
+  double by_hand = 0;
+  for (const KernelStats& k : rm.kernels)
+    if (main.estimated_cycles.count(k.name))
+      by_hand += main.estimated_cycles.at(k.name) * k.calls / 1.5e9;
+  EXPECT_GT(main.estimated_cycles.size(), 20u);
+  EXPECT_DOUBLE_EQ(compiler_estimate(main, rm, 1.5e9).compiler_s, by_hand);
+  bool looped = false;
+  for (const KernelStats& k : rm.kernels)
+    looped = looped || (main.estimated_cycles.count(k.name) && k.calls == 2);
+  EXPECT_TRUE(looped);
+}
+
 TEST(HloImport, TheMaxTextMainPathsSolveAndScanAsCompiled) {
   const HloProgram p = import_hlo(kData + "gdn_main_path");
   // One while loop, the lax.scan over the 2 chunks; solve_triangular is no loop: the TPU backend
