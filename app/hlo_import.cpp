@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -82,6 +83,22 @@ class Importer {
     out.program.append(work(comp, in), stage_of(in));
   }
 
+  // The compiler's "estimated_cycles":"N" in the backend config, if it gave one.
+  std::optional<int64_t> estimated_cycles(const HloInstruction& in) const {
+    const std::string cfg = in.attr("backend_config");
+    const std::string key = "\"estimated_cycles\":\"";
+    const auto at = cfg.find(key);
+    if (at == std::string::npos) return std::nullopt;
+    const auto end = cfg.find('"', at + key.size());
+    const std::string text = cfg.substr(at + key.size(), end - at - key.size());
+    int64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || n < 0)
+      throw Error(fmt::format("{}:{}: '{}': estimated_cycles \"{}\" is not a count of cycles",
+                              m_.file, in.line, in.name, text));
+    return n;
+  }
+
   bool is_free(const HloInstruction& in) const {
     if (kFree.count(in.opcode)) return true;
     // Scalar arithmetic (a loop counter, an index) runs on the scalar unit beside the vector work.
@@ -116,10 +133,7 @@ class Importer {
                               in.opcode));
     const auto kernel = work_kernel(in.name, work_of(m_, comp, in));
     p.add_kernel(kernel);
-    const std::string cfg = in.attr("backend_config");
-    const std::string key = "\"estimated_cycles\":\"";
-    if (const auto at = cfg.find(key); at != std::string::npos)
-      estimated_[kernel->name] = std::stoll(cfg.substr(at + key.size()));
+    if (const auto cycles = estimated_cycles(in)) estimated_[kernel->name] = *cycles;
     return p;
   }
 

@@ -53,9 +53,11 @@ std::optional<Build> base(Build b) {
   return std::nullopt;
 }
 
+bool uses_lax_scan(Build b) { return b == Build::main || b == Build::doubling; }
+
 Program layer_core(const GdnShape& s, const LayerOptions& o) {
   s.check();
-  const bool kernels = o.build != Build::main && o.build != Build::doubling;
+  const bool kernels = !uses_lax_scan(o.build);
   const bool batched = o.build == Build::heads || o.build == Build::ladder;
   const int64_t th_fwd = o.head_tile_fwd > 0 ? o.head_tile_fwd
                          : batched           ? default_tile(s.heads)

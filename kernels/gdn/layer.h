@@ -42,6 +42,9 @@ Build parse_build(const std::string& name);  // throws Error listing the builds
 std::string name(Build b);
 // The build each one changes: scan <- main, heads <- scan, ladder <- heads, doubling <- main.
 std::optional<Build> base(Build b);
+// Whether the build runs MaxText's lax.scan path (main, doubling), the only one whose GDN
+// composes the state across context-parallel shards (PR #4968).
+bool uses_lax_scan(Build b);
 std::vector<std::string> build_names();  // of kBuilds, in order
 
 Program layer_core(const GdnShape& s, const LayerOptions& o);

@@ -38,12 +38,12 @@ void check_config(const StepConfig& c) {
                       fmt::format("the local sequence {} (seq {} / context {}) is not a multiple "
                                   "of the GDN chunk {}",
                                   l.seq, c.seq, x.context, c.gdn_chunk));
-  if (x.context > 1 && m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
+  if (x.context > 1 && m.gdn_layers() > 0 && !kernels::gdn::uses_lax_scan(c.gdn.build))
     throw ConfigError(
         "gdn.build",
         fmt::format("context parallelism runs the GDN only in MaxText's lax.scan path (PR "
                     "#4968): build '{}' (PR #4348's kernels) does not compose the state across "
-                    "context shards; use build main",
+                    "context shards; use build main or doubling",
                     kernels::gdn::name(c.gdn.build)));
 }
 
