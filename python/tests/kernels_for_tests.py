@@ -116,3 +116,38 @@ def dot_tanh(x, y):
 def add_one(x):
     """One elementwise XLA fusion streaming x from and to HBM (the compiler's stream rate)."""
     return x + 1
+
+
+def _sum_rows_kernel(x_ref, o_ref):
+    # The loop reads one [8, 128] slab of the [4, 8, 128] block per trip (its index a constant
+    # once unrolled) and accumulates; the body scales before adding.
+    def body(i, acc):
+        return acc + x_ref[i] * 2.0
+
+    o_ref[...] = jax.lax.fori_loop(0, 4, body, jnp.zeros((8, 128), jnp.float32))
+
+
+def fori_sum(x):
+    """sum over the leading dim of 2 x, with a fori_loop over it in the kernel body."""
+    return pl.pallas_call(
+        _sum_rows_kernel,
+        grid=(x.shape[0] // 4,),
+        in_specs=[pl.BlockSpec((4, 8, 128), lambda i: (i, 0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((x.shape[0] // 4 * 8, 128), jnp.float32),
+    )(x)
+
+
+def _write_slab_kernel(x_ref, o_ref):
+    def body(i, carry):
+        o_ref[i] = x_ref[i]  # a write into one slab of the block
+        return carry
+
+    jax.lax.fori_loop(0, 4, body, 0)
+
+
+def fori_write(x):
+    """A fori_loop writing one slab of its output block per trip (refused for now)."""
+    spec = pl.BlockSpec((4, 8, 128), lambda i: (i, 0, 0))
+    return pl.pallas_call(_write_slab_kernel, grid=(x.shape[0] // 4,), in_specs=[spec],
+                          out_specs=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)

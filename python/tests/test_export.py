@@ -87,6 +87,20 @@ class ExportTest(unittest.TestCase):
         self.assertRegex(str(e.exception), r"kernels_for_tests\.py:\d+:\d+ .*kernel _sort_kernel: "
                                            r"primitive '\w+' is not supported in a kernel body")
 
+    def test_a_fori_loop_in_the_body_is_unrolled_with_its_index_a_constant(self):
+        p = export(k.fori_sum, [arg("x", (8, 8, 128))], "fori")
+        ops = p["items"][0]["kernel"]["ops"]
+        slices = [op for op in ops if op["op"] == "slice"]
+        self.assertEqual([(s["axis"], s["start"], s["size"]) for s in slices],
+                         [(0, i, 1) for i in range(4)])
+        self.assertEqual(sum(op.get("fn") == "mul" for op in ops), 4)  # x[i] * 2, once a trip
+
+    def test_a_write_at_a_loop_index_names_it_and_the_line(self):
+        with self.assertRaises(ExportError) as e:
+            export(k.fori_write, [arg("x", (8, 8, 128))], "fw")
+        self.assertRegex(str(e.exception), r"kernels_for_tests\.py:\d+:\d+ .*a write at an "
+                                           r"integer index into a block dim of 4")
+
     def scan_kernel(self, fn, names, shapes):
         p = export(fn, [arg(n, s, jnp.bfloat16 if n in ("w", "u", "q", "k", "do") else
                             jnp.float32) for n, s in zip(names, shapes)], "scan")

@@ -36,6 +36,8 @@ FOLDABLE = {"neg": np.negative, "sign": np.sign, "add": np.add, "sub": np.subtra
 MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max"}
 # Calls whose body is inlined (jnp helpers trace to these).
+# Trips of a loop in a kernel body the exporter unrolls at most.
+MAX_UNROLLED_TRIPS = 256
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
          "custom_vjp_call": "call_jaxpr"}
 
@@ -180,7 +182,12 @@ class BodyTranslator:
                 self.ids[var] = v
         elif p == "get":
             ref = self.value(eqn, eqn.invars[0])
-            view = self.ref_view(eqn, eqn.invars[1:])
+            view, picks = self.ref_view(eqn, eqn.invars[1:], reading=True)
+            for axis, start in picks:  # x[i] of a dim of n: a slice of one, then the view
+                shape = list(self.shapes[ref])
+                shape[axis] = 1
+                ref = self.emit(eqn, {"op": "slice", "in": [ref], "axis": axis, "start": start,
+                                      "size": 1}, shape)
             if view == self.shapes[ref]:
                 self.ids[out] = ref
             else:  # x[0] of a block whose leading dims are 1: the same data, fewer dims
@@ -188,7 +195,7 @@ class BodyTranslator:
                                           view)
         elif p == "swap":
             ref, val = self.value(eqn, eqn.invars[0]), self.full(eqn, eqn.invars[1])
-            view = self.ref_view(eqn, eqn.invars[2:])
+            view, _ = self.ref_view(eqn, eqn.invars[2:])
             if view != self.shapes[ref]:
                 val = self.emit(eqn, {"op": "reshape", "in": [val], "shape": self.shapes[ref]},
                                 self.shapes[ref])
@@ -208,6 +215,8 @@ class BodyTranslator:
             self.ids[out] = self.resolve(eqn.invars[0])
         elif p == "cond":
             self.cond(eqn)
+        elif p == "scan":
+            self.unrolled_loop(eqn)
         elif p == "concatenate":
             ins = [self.full(eqn, v) for v in eqn.invars]
             self.ids[out] = self.emit(eqn, {"op": "concat", "in": ins,
@@ -284,18 +293,21 @@ class BodyTranslator:
                 self.widened[out] = (x, self.dtype(eqn, src))
             self.ids[eqn.outvars[0]] = out
 
-    def ref_view(self, eqn, flat_indexers) -> list[int]:
+    def ref_view(self, eqn, flat_indexers, reading=False):
         """The shape a ref access sees: the block's, without the dims indexed by an integer
-        (x[0, 0] on a (1, 1, ...) block). Partial slices and dynamic indices are refused."""
+        (x[0, 0] on a (1, 1, ...) block), and the (axis, index) pairs that pick one entry of a
+        longer dim (reads only: x[i] in an unrolled loop). Partial slices and dynamic indices are
+        refused."""
         leaves = [self.resolve(v) for v in flat_indexers]
         indexers = jax.tree_util.tree_unflatten(eqn.params["tree"], leaves)
+        picks = []
         if not indexers:  # x[...]
-            return self.shapes[self.value(eqn, eqn.invars[0])]
+            return self.shapes[self.value(eqn, eqn.invars[0])], picks
         if len(indexers) != 1:
             self.fail(eqn, "a ref accessed through a chain of views is not supported yet")
         (indexer,) = indexers
         view = []
-        for size, index in zip(indexer.shape, indexer.indices):
+        for axis, (size, index) in enumerate(zip(indexer.shape, indexer.indices)):
             start = getattr(index, "start", index)
             if isinstance(start, Const):
                 start = int(start.value)
@@ -307,10 +319,12 @@ class BodyTranslator:
                                    f"{size} is not supported yet (whole dims, or an index into "
                                    f"a dim of 1)")
                 view.append(size)
+            elif size != 1 and reading:
+                picks.append((axis, start))
             elif size != 1:
-                self.fail(eqn, f"an integer index into a block dim of {size} is not supported "
-                               f"yet (only into dims of 1)")
-        return view
+                self.fail(eqn, f"a write at an integer index into a block dim of {size} is not "
+                               f"supported yet (only into dims of 1)")
+        return view, picks
 
     def grid_predicate(self, eqn, p: str) -> GridPredicate:
         a, b = (self.resolve(v) for v in eqn.invars)
@@ -344,6 +358,36 @@ class BodyTranslator:
             self.when = when
             self.run(branch.jaxpr, [self.resolve(v) for v in operands])
         self.when = None
+
+    def unrolled_loop(self, eqn):
+        """A fori_loop (a scan over its carry alone) in a kernel body with a static trip count:
+        its body once per iteration, the index a constant in each, so refs it indexes by it are
+        read at known offsets. Mosaic keeps the loop (scf.for); tpusim's IR has none inside a
+        grid step and charges the unrolled iterations the same work, without a per-iteration
+        loop overhead [assume]."""
+        prm = eqn.params
+        length, nc, nk = int(prm["length"]), int(prm["num_consts"]), int(prm["num_carry"])
+        body = prm["jaxpr"]
+        if len(eqn.invars) != nc + nk or len(body.jaxpr.outvars) != nk:
+            self.fail(eqn, "a scan over arrays in a kernel body is not supported yet (a "
+                           "fori_loop over its carry is)")
+        if length > MAX_UNROLLED_TRIPS:
+            self.fail(eqn, f"a loop of {length} trips in a kernel body is over the "
+                           f"{MAX_UNROLLED_TRIPS} tpusim unrolls")
+        consts = []
+        for c in body.consts:
+            if np.ndim(c) != 0:
+                self.fail(eqn, "a loop body closing over an array constant is not supported yet")
+            consts.append(Const(float(c), np.asarray(c).dtype))
+        outer = [self.resolve(v) for v in eqn.invars]
+        carry = outer[nc:]
+        for _ in range(length):
+            for var, v in zip(body.jaxpr.constvars, consts):
+                self.ids[var] = v
+            self.run(body.jaxpr, outer[:nc] + carry)
+            carry = [self.resolve(v) for v in body.jaxpr.outvars]
+        for var, v in zip(eqn.outvars, carry):
+            self.ids[var] = v
 
     def slice(self, eqn):
         if eqn.params.get("strides") not in (None, (1,) * len(eqn.params["start_indices"])):

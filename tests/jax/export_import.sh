@@ -26,6 +26,12 @@ echo "$out"
 grep -q "functional check _matmul_kernel.out0: .*: ok" <<<"$out"
 grep -q "flops 1.678e+07 " <<<"$out"  # 2 x 128 x 256 x 256 = 16777216
 
+# A fori_loop in the body, unrolled: each trip reads one slab of the block.
+$py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:fori_sum" \
+  --arg x=8x8x128:f32 -o "$dir/fori.json" --check "$dir/fori.check.json"
+out=$("$tpusim" kernel import "$dir/fori.json" --check "$dir/fori.check.json")
+grep -q "functional check _sum_rows_kernel.out0: .*: ok" <<<"$out"
+
 # Masks as JAX builds them (iotas, floor division, comparisons, where) against JAX, exactly.
 for f in causal_mask sibling_mask; do
   $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:$f" \
