@@ -119,7 +119,10 @@ class Importer {
         p.add_kernel(pallas_kernel(in));
       else
         p = custom_call_program(m_, in, target);
-      for (ProgramItem& item : p.items) item.stage.clear();
+      for (ProgramItem& item : p.items) {
+        item.stage.clear();
+        item.name = in.name;  // what a measured profile calls it
+      }
       return p;
     }
     if (in.opcode == "while") {

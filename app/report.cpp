@@ -261,4 +261,17 @@ std::string live_buffers_text(const Program& p, const Liveness& l) {
   return out + "\n";
 }
 
+// One CSV field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or a
+// line break (a mapping axis value such as {th: 8, tile_n: 4}, an error message).
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
 }  // namespace tpusim

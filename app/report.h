@@ -17,6 +17,10 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip);
 
 // One line: the peak of the HBM buffers the program holds live (sim/ir/liveness.h), where it is
 // and its largest buffers.
+// One CSV field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or
+// a line break.
+std::string csv_field(const std::string& v);
+
 std::string live_buffers_text(const Program& p, const Liveness& l);
 
 // Time per stage label (program items without a stage count under their name), in program order.

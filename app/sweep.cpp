@@ -347,18 +347,6 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
   return out;
 }
 
-// One CSV field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or a
-// line break (a mapping axis value such as {th: 8, tile_n: 4}, an error message).
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out.push_back('"');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
 
 std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results) {
   std::string out = "index";

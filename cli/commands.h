@@ -21,6 +21,10 @@ Command run_command(CLI::App& app);
 Command validate_command(CLI::App& app);
 Command sweep_command(CLI::App& app);
 
+// profile_commands.cpp: measured profiles in, predicted against measured per op.
+Command import_command(CLI::App& app);
+Command compare_command(CLI::App& app);
+
 // tool_commands.cpp: chips, calibration, speed.
 Command chip_command(CLI::App& app);
 Command calibrate_command(CLI::App& app);

@@ -6,6 +6,7 @@ find_package(yaml-cpp REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(ZLIB REQUIRED)  # gzip-compressed profiles (perfetto_trace.json.gz)
 
 # SystemC 2.3.4 on Debian is built as C++17; C++20 units must claim C++17 to link (environment.md).
 add_library(tpusim_systemc INTERFACE)

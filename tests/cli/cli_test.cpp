@@ -66,7 +66,7 @@ const char* kMatmul =
 
 TEST_F(Cli, HelpOnEveryCommand) {
   for (const char* cmd : {"", "kernel", "kernel matmul", "kernel xla-dot", "kernel elementwise",
-                          "chip", "calibrate", "bench"}) {
+                          "chip", "calibrate", "bench", "import", "import profile", "compare"}) {
     const CmdResult r = run(fmt::format("{} --help", cmd));
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.out.find("--help"), std::string::npos) << cmd;
@@ -335,6 +335,32 @@ TEST_F(Cli, BadScenarioFails) {
 
 // A program compiled by libtpu (committed: tests/data/hlo) on its own chip or another, and a
 // program exported from JAX, through `run`.
+TEST_F(Cli, ImportProfileAndCompareItPerOp) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
+  const std::string trace = data + "profile/gdn_main_path_trace.json.gz";
+  CmdResult r = run(fmt::format("import profile {} --json {}", trace, path("p.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("/device:TPU:0: 2 steps, 2 modules, 8 op names, 0.302 ms of ops"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("wrote " + path("p.json")), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("p.json")))["devices"][0]["ops"].size(), 8u);
+  r = run(fmt::format("compare --hlo {}hlo/gdn_main_path {} --csv {} --json {}", data, trace,
+                      path("c.csv"), path("c.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("/device:TPU:0 (2 steps): measured 151.00 us per step in 8 op names; "
+                       "matched 7 ops"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("measured, not in the program: mystery.1 5.00 us"), std::string::npos)
+      << r.out;
+  const std::string csv = slurp(path("c.csv"));
+  EXPECT_EQ(csv.rfind("name,class,match,count_per_step,measured_s,predicted_s,error_pct\n", 0), 0u);
+  const auto j = nlohmann::json::parse(slurp(path("c.json")));
+  EXPECT_EQ(j["steps"], 2);
+  EXPECT_EQ(j["ops"].size(), 7u);
+}
+
 TEST_F(Cli, RunHloAndProgram) {
   const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/hlo/";
   CmdResult r = run(fmt::format("run --hlo {}gdn_main_path --json {}", data, path("h.json")));

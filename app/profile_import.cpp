@@ -1,0 +1,131 @@
+#include "app/profile_import.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "app/version.h"
+#include "sim/error.h"
+
+namespace tpusim {
+namespace {
+
+// The whole file, inflated when it is gzip-compressed (zlib's gzread reads plain files as is).
+std::string read_maybe_gzipped(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path))
+    throw Error(
+        fmt::format("{}: not a profile file (a Chrome trace JSON, .json or .json.gz)", path));
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
+  if (!f) throw Error(fmt::format("{}: cannot open it", path));
+  std::string text;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(f.get(), buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  int err = 0;
+  if (const char* m = gzerror(f.get(), &err); err != Z_OK && err != Z_STREAM_END)
+    throw Error(fmt::format("{}: cannot decompress it: {}", path, m));
+  return text;
+}
+
+std::string text_of(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+Profile load_profile(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_maybe_gzipped(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not a Chrome trace JSON: {}", path, e.what()));
+  }
+  const nlohmann::json* events = j.is_array() ? &j : nullptr;
+  if (j.is_object() && j.contains("traceEvents")) events = &j["traceEvents"];
+  if (!events || !events->is_array())
+    throw Error(fmt::format("{}: no 'traceEvents' array: not a Chrome trace JSON", path));
+  std::map<int64_t, std::string> process, thread_of;  // pid -> name, (pid, tid) -> name
+  auto key = [](int64_t pid, int64_t tid) { return pid * 1000003 + tid; };
+  for (const auto& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "M") continue;
+    const std::string what = e.value("name", "");
+    const std::string name = e.contains("args") ? e["args"].value("name", "") : "";
+    if (what == "process_name") process[e.value("pid", int64_t{0})] = name;
+    if (what == "thread_name")
+      thread_of[key(e.value("pid", int64_t{0}), e.value("tid", int64_t{0}))] = name;
+  }
+  Profile p;
+  p.path = path;
+  std::map<int64_t, size_t> device_of;  // pid -> index into p.devices
+  for (const auto& [pid, name] : process)
+    if (name.rfind("/device:TPU:", 0) == 0) {
+      device_of[pid] = p.devices.size();
+      p.devices.push_back({name, {}, {}, {}, {}});
+    }
+  if (p.devices.empty())
+    throw Error(
+        fmt::format("{}: no TPU device in the trace (no process named /device:TPU:N)", path));
+  for (const auto& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto d = device_of.find(e.value("pid", int64_t{0}));
+    if (d == device_of.end()) continue;
+    ProfileDevice& dev = p.devices[d->second];
+    ProfileEvent ev{e.value("name", ""), e.value("ts", 0.0), e.value("dur", 0.0), {}};
+    if (e.contains("args") && e["args"].is_object())
+      for (const auto& [k, v] : e["args"].items()) ev.args[k] = text_of(v);
+    const auto t = thread_of.find(key(e.value("pid", int64_t{0}), e.value("tid", int64_t{0})));
+    const std::string line = t == thread_of.end() ? "" : t->second;
+    if (line == "XLA Ops")
+      dev.ops.push_back(std::move(ev));
+    else if (line == "XLA Modules")
+      dev.modules.push_back(std::move(ev));
+    else if (line == "Steps")
+      dev.steps.push_back(std::move(ev));
+    else
+      ++dev.other_lines[line.empty() ? "(unnamed)" : line];
+  }
+  return p;
+}
+
+nlohmann::json profile_summary_json(const Profile& p) {
+  nlohmann::json j = {
+      {"tool", tool_json()}, {"file", p.path}, {"devices", nlohmann::json::array()}};
+  for (const ProfileDevice& d : p.devices) {
+    struct Total {
+      int64_t count = 0;
+      double us = 0;
+      std::string category;
+    };
+    std::map<std::string, Total> by_name;
+    for (const ProfileEvent& e : d.ops) {
+      Total& t = by_name[e.name];
+      ++t.count;
+      t.us += e.duration_us;
+      if (t.category.empty() && e.args.count("hlo_category"))
+        t.category = e.args.at("hlo_category");
+    }
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& [name, t] : by_name)
+      ops.push_back(
+          {{"name", name}, {"count", t.count}, {"total_us", t.us}, {"category", t.category}});
+    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+      return a["total_us"].template get<double>() > b["total_us"].template get<double>();
+    });
+    nlohmann::json steps = nlohmann::json::array();
+    for (const ProfileEvent& s : d.steps)
+      steps.push_back({{"name", s.name}, {"duration_us", s.duration_us}});
+    nlohmann::json modules = nlohmann::json::array();
+    for (const ProfileEvent& m : d.modules)
+      modules.push_back({{"name", m.name}, {"duration_us", m.duration_us}});
+    j["devices"].push_back({{"name", d.name},
+                            {"steps", steps},
+                            {"modules", modules},
+                            {"ops", ops},
+                            {"other_lines", d.other_lines}});
+  }
+  return j;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,39 @@
+// A measured TPU profile as jax.profiler writes it for Perfetto (`perfetto_trace.json.gz`, or the
+// same Chrome trace-event JSON uncompressed): per device process ("/device:TPU:N"), the lines
+// "Steps", "XLA Modules" and "XLA Ops" with every executed HLO op and Pallas kernel, its start and
+// duration. `tpusim import profile` writes the compact summary; `tpusim compare` matches the ops
+// to a simulated program (app/profile_compare.h).
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tpusim {
+
+struct ProfileEvent {
+  std::string name;
+  double start_us = 0, duration_us = 0;
+  std::map<std::string, std::string> args;  // the event's args as text (long_name, flops, ...)
+};
+
+struct ProfileDevice {
+  std::string name;  // "/device:TPU:0"
+  std::vector<ProfileEvent> steps, modules, ops;
+  std::map<std::string, int> other_lines;  // events on lines not read, by line name
+};
+
+struct Profile {
+  std::string path;
+  std::vector<ProfileDevice> devices;  // the TPU devices, in pid order
+};
+
+// Reads a Chrome trace-event JSON file, gzip-compressed or not. A file that is not one, or has no
+// TPU device, is an Error naming the file.
+Profile load_profile(const std::string& path);
+
+// {"tool", "file", "devices": [{"name", "steps", "modules", "ops": [{"name", "count",
+// "total_us", ...}], "other_lines"}]}: per device each op name once, with its count and time.
+nlohmann::json profile_summary_json(const Profile& p);
+
+}  // namespace tpusim

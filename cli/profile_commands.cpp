@@ -1,0 +1,89 @@
+// `tpusim import profile` and `tpusim compare`: a measured profile (jax.profiler's Perfetto trace)
+// summarised, and matched per op to the compiled program simulated (docs/profiles.md).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "app/hlo_import.h"
+#include "app/profile_compare.h"
+#include "app/profile_import.h"
+#include "app/report.h"
+#include "cli/commands.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim::cli {
+
+Command import_command(CLI::App& app) {
+  struct Args {
+    std::string path, json;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("import", "read what a measured run left: a profile");
+  c->require_subcommand(1);
+  CLI::App* profile = c->add_subcommand(
+      "profile",
+      "summarise a TPU profile (jax.profiler's perfetto_trace.json.gz or its JSON): per device, "
+      "steps, modules and ops with their count and time");
+  profile->add_option("path", a->path, "the profile file")->required();
+  profile->add_option("--json", a->json, "write the summary as JSON to FILE");
+  return {c, [a] {
+            const Profile p = load_profile(a->path);
+            const nlohmann::json j = profile_summary_json(p);
+            OutputFiles files;
+            if (!a->json.empty()) files.stage(a->json, json_text(j, 2) + "\n");
+            files.commit();
+            for (const auto& d : j["devices"]) {
+              double total = 0;
+              for (const auto& op : d["ops"]) total += op["total_us"].get<double>();
+              std::cout << fmt::format("{}: {} steps, {} modules, {} op names, {:.3f} ms of ops\n",
+                                       d["name"].get<std::string>(), d["steps"].size(),
+                                       d["modules"].size(), d["ops"].size(), total / 1e3);
+              for (size_t i = 0; i < d["ops"].size() && i < 10; ++i) {
+                const auto& op = d["ops"][i];
+                std::cout << fmt::format("  {:<40} x{:<6} {:10.3f} ms\n",
+                                         op["name"].get<std::string>(), op["count"].get<int64_t>(),
+                                         op["total_us"].get<double>() / 1e3);
+              }
+            }
+          }};
+}
+
+Command compare_command(CLI::App& app) {
+  struct Args {
+    std::string hlo, profile, chip, csv, json;
+    int device = 0;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand(
+      "compare",
+      "predicted against measured per op: the compiled program simulated, matched by HLO "
+      "instruction name to a measured profile");
+  c->add_option("--hlo", a->hlo,
+                "the compiled program (python -m tpusim_jax compile DIR, or an HLO text file)")
+      ->required();
+  c->add_option("profile", a->profile, "the measured profile (Perfetto trace JSON, .gz or not)")
+      ->required();
+  c->add_option("--device", a->device, "which TPU device of the profile (default 0)");
+  c->add_option("--chip", a->chip, "simulate on this chip (default: the compile's)");
+  c->add_option("--csv", a->csv, "write every op's row as CSV to FILE");
+  c->add_option("--json", a->json, "write the comparison as JSON to FILE");
+  return {c, [a] {
+            const Profile profile = load_profile(a->profile);
+            const HloProgram h = import_hlo(a->hlo);
+            const std::string chip = !a->chip.empty() ? a->chip : h.chip.empty() ? "v5e" : h.chip;
+            ChipSpec spec = load_chip(chip);
+            spec.host_dispatch_s = 0;  // per op: the device's time, as the profile's ops are
+            const RunResult r = simulate(spec, h.program);
+            const ProfileComparison cmp = compare_profile(profile, a->device, h, r);
+            OutputFiles files;
+            if (!a->csv.empty()) files.stage(a->csv, comparison_csv(cmp));
+            if (!a->json.empty()) files.stage(a->json, json_text(comparison_json(cmp), 2) + "\n");
+            files.commit();
+            std::cout << fmt::format("compare: {} simulated on {} against {}\n", a->hlo, chip,
+                                     a->profile)
+                      << comparison_text(cmp);
+          }};
+}
+
+}  // namespace tpusim::cli

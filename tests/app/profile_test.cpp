@@ -1,0 +1,93 @@
+// A measured TPU profile (tests/data/profile, written by scripts/make_profile_test_data.py in
+// jax.profiler's Perfetto form) read and matched per op to the compiled program it ran
+// (tests/data/hlo/gdn_main_path); the sums are by hand from the script's durations.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "app/profile_compare.h"
+#include "app/profile_import.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+#include "tests/error_of.h"
+
+namespace tpusim {
+namespace {
+
+using testing::error_of;
+
+const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
+const std::string kTrace = kData + "profile/gdn_main_path_trace.json.gz";
+
+TEST(Profile, TheTpuDevicesLinesAreRead) {
+  const Profile p = load_profile(kTrace);
+  ASSERT_EQ(p.devices.size(), 1u);  // the host process is not a device
+  const ProfileDevice& d = p.devices[0];
+  EXPECT_EQ(d.name, "/device:TPU:0");
+  EXPECT_EQ(d.steps.size(), 2u);
+  EXPECT_EQ(d.modules.size(), 2u);
+  EXPECT_EQ(d.ops.size(), 2u * (5 + 2 * 2 + 1));  // entry ops, the loop's twice, one stranger
+  EXPECT_EQ(d.other_lines.at("Framework Ops"), 2);
+  const nlohmann::json j = profile_summary_json(p);
+  EXPECT_EQ(j["devices"][0]["ops"][0]["name"], "custom-call.2");  // largest first
+  EXPECT_DOUBLE_EQ(j["devices"][0]["ops"][0]["total_us"].get<double>(), 200);
+}
+
+TEST(Profile, OpsMatchTheProgramByInstructionNamePerStep) {
+  const Profile p = load_profile(kTrace);
+  const HloProgram h = import_hlo(kData + "hlo/gdn_main_path");
+  ChipSpec chip = load_chip("v5e");
+  chip.host_dispatch_s = 0;
+  const RunResult r = simulate(chip, h.program);
+  const ProfileComparison c = compare_profile(p, 0, h, r);
+  EXPECT_EQ(c.steps, 2);
+  EXPECT_NEAR(c.measured_step_s, 151e-6, 1e-12);  // 10+12+100+8+2 + 2x3 + 2x4 + 5 us
+  ASSERT_EQ(c.measured_only.size(), 1u);
+  EXPECT_EQ(c.measured_only[0].name, "mystery.1");
+  EXPECT_EQ(c.ops.size(), 7u);
+  std::map<std::string, OpComparison> by;
+  for (const OpComparison& o : c.ops) by[o.name] = o;
+  // The solve's custom call is the program item of that name; a loop-body fusion runs twice a
+  // step and is predicted over both calls.
+  double invert = 0, body = 0;
+  for (const ItemResult& item : r.items)
+    if (item.name == "custom-call.2") invert += item.cycles / r.clock_hz;
+  for (const KernelStats& k : r.kernels)
+    if (k.name == "fusion.112") {
+      body += k.cycles / r.clock_hz;
+      EXPECT_EQ(k.calls, 2);
+    }
+  EXPECT_DOUBLE_EQ(by["custom-call.2"].predicted_s, invert);
+  EXPECT_NEAR(by["custom-call.2"].measured_s, 100e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(by["fusion.112"].predicted_s, body);
+  EXPECT_DOUBLE_EQ(by["fusion.112"].count_per_step, 2);
+  EXPECT_EQ(by["custom-call.2"].op_class, "custom-call");
+  // Every program item with time that the profile lacks is listed.
+  EXPECT_FALSE(c.predicted_only.empty());
+  const std::string csv = comparison_csv(c);
+  EXPECT_NE(csv.find("mystery.1,fusion,measured_only,"), std::string::npos) << csv;
+}
+
+TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string host_only = (dir / "tpusim_profile_host_only.json").string();
+  std::ofstream(host_only)
+      << R"({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}}]})";
+  EXPECT_NE(error_of([&] { load_profile(host_only); }).find("no TPU device"), std::string::npos);
+  const std::string broken = (dir / "tpusim_profile_broken.json").string();
+  std::ofstream(broken) << "{\"traceEvents\": [";
+  EXPECT_NE(error_of([&] {
+              load_profile(broken);
+            }).find("tpusim_profile_broken.json: not a Chrome trace JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_profile(kData + "profile"); }).find("not a profile file"),
+            std::string::npos);
+  const Profile p = load_profile(kTrace);
+  const HloProgram h = import_hlo(kData + "hlo/gdn_main_path");
+  const RunResult r = simulate(load_chip("v5e"), h.program);
+  EXPECT_NE(error_of([&] { compare_profile(p, 3, h, r); }).find("no device 3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpusim
