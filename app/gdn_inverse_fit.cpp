@@ -23,7 +23,7 @@ std::pair<double, double> passes(const ChipSpec& chip, const kernels::gdn::GdnSh
   const RunResult r = simulate(chip, kernels::gdn::layer_core(s, {b}));
   double fwd = 0, bwd = 0;
   for (const auto& [stage, cycles] : stage_cycles(r))
-    (stage.rfind("fwd:", 0) == 0 ? fwd : bwd) += chip.cycles_to_s(cycles);
+    (is_forward_stage(stage) ? fwd : bwd) += chip.cycles_to_s(cycles);
   return {fwd, bwd};
 }
 

@@ -83,7 +83,7 @@ int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
   const Program core = kernels::gdn::layer_core(gdn_shape(c, l), o);
   return hbm_liveness(core,
                       [](const ProgramItem& item) {
-                        return item.stage.rfind("fwd:", 0) != 0;  // the recompute and the backward
+                        return !is_forward_stage(item.stage);  // the recompute and the backward
                       })
       .peak_bytes;
 }

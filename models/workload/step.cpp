@@ -21,7 +21,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   int64_t fwd = 0, all = 0;
   for (const ItemResult& item : r.items) {
     all += item.cycles;
-    if (item.stage.rfind("fwd", 0) == 0) fwd += item.cycles;
+    if (is_forward_stage(item.stage)) fwd += item.cycles;
   }
   const double forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
   StepPart part;

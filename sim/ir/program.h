@@ -49,6 +49,10 @@ struct ProgramItem {
   std::string stage;      // a grouping for reports (e.g. "scan fwd"); empty: the item's name
 };
 
+// Stage labels of a training step's programs begin with the pass they run in: "fwd: ...",
+// "remat: ..." (the recompute) or "bwd: ...".
+bool is_forward_stage(const std::string& stage);
+
 struct Program {
   std::string name;
   std::vector<ProgramItem> items;

@@ -99,6 +99,52 @@ const GdnShape kShape{.batch = 1,
                       .chunk = 64,
                       .compute = DType::f32};
 
+// The VJP checks' shape: small enough for central differences of a solve in double per entry.
+const GdnShape kVjpShape{.batch = 1,
+                         .seq = 2 * 16,
+                         .heads = 1,
+                         .dk = 128,
+                         .dv = 128,
+                         .chunk = 16,
+                         .compute = DType::f32};
+
+// A random cotangent dA per tile.
+std::vector<Mat> cotangents(const GdnShape& s, std::mt19937& gen) {
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<Mat> R;
+  for (int64_t t = 0; t < s.batch * s.chunks() * s.heads; ++t)
+    R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
+  return R;
+}
+
+// dS of sum((I + S)^-1 * R) against central differences at every third row and second column of
+// each tile's strictly lower part, within `tolerance` of dS's largest magnitude; on and above the
+// diagonal dS must be 0 when `strictly_lower` (S has no entries there to reach).
+void expect_vjp_matches_differences(std::vector<Mat> S, const std::vector<Mat>& R,
+                                    const std::vector<Mat>& dS, double tolerance,
+                                    bool strictly_lower) {
+  double scale = 0;
+  for (const Mat& m : dS) scale = std::max(scale, m.cwiseAbs().maxCoeff());
+  for (size_t t = 0; t < S.size(); ++t) {
+    auto loss = [&] { return (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum(); };
+    for (int64_t i = 0; i < S[t].rows(); i += 3)
+      for (int64_t j = 0; j < S[t].cols(); j += 2) {
+        if (j >= i) {
+          if (strictly_lower) EXPECT_EQ(dS[t](i, j), 0.0) << "dS must be strictly lower";
+          continue;
+        }
+        const double saved = S[t](i, j), h = 1e-5 * std::max(1.0, std::abs(saved));
+        S[t](i, j) = saved + h;
+        const double up = loss();
+        S[t](i, j) = saved - h;
+        const double down = loss();
+        S[t](i, j) = saved;
+        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), tolerance * scale)
+            << "tile " << t << " (" << i << "," << j << ")";
+      }
+  }
+}
+
 class Inversion : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(Inversion, LadderMatchesTriangularSolve) {
@@ -115,48 +161,15 @@ TEST_P(Inversion, LadderMatchesTriangularSolve) {
 
 TEST_P(Inversion, VjpMatchesFiniteDifferences) {
   std::mt19937 gen(11);
-  const GdnShape s{.batch = 1,
-                   .seq = 2 * 16,
-                   .heads = 1,
-                   .dk = 128,
-                   .dv = 128,
-                   .chunk = 16,
-                   .compute = DType::f32};
-  std::vector<Mat> S = make_s(s, GetParam(), gen);
-  std::normal_distribution<double> nd(0, 1);
-  std::vector<Mat> R;  // the cotangent dA
-  for (size_t t = 0; t < S.size(); ++t)
-    R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
+  const std::vector<Mat> S = make_s(kVjpShape, GetParam(), gen);
+  const std::vector<Mat> R = cotangents(kVjpShape, gen);
   ArrayMap arrays;
-  arrays["S"] = pack(s, S);
-  execute(*kernels::gdn::invert_ladder(s, kernels::gdn::default_tile(s.chunks())), arrays);
-  arrays["dA"] = pack(s, R);
-  execute(kernels::gdn::invert_vjp(s), arrays);
-  const std::vector<Mat> dS = unpack(s, arrays["dS"]);
-  auto loss = [&] {
-    double l = 0;
-    for (size_t t = 0; t < S.size(); ++t)
-      l += (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum();
-    return l;
-  };
-  double scale = 0;
-  for (const Mat& m : dS) scale = std::max(scale, m.cwiseAbs().maxCoeff());
-  for (size_t t = 0; t < S.size(); ++t)
-    for (int64_t i = 0; i < s.chunk; i += 3)
-      for (int64_t j = 0; j < s.chunk; j += 2) {
-        if (j >= i) {
-          EXPECT_EQ(dS[t](i, j), 0.0) << "dS must be strictly lower";
-          continue;
-        }
-        const double saved = S[t](i, j), h = 1e-5 * std::max(1.0, std::abs(saved));
-        S[t](i, j) = saved + h;
-        const double up = loss();
-        S[t](i, j) = saved - h;
-        const double down = loss();
-        S[t](i, j) = saved;
-        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), 2e-3 * scale)
-            << "tile " << t << " (" << i << "," << j << ")";
-      }
+  arrays["S"] = pack(kVjpShape, S);
+  execute(*kernels::gdn::invert_ladder(kVjpShape, kernels::gdn::default_tile(kVjpShape.chunks())),
+          arrays);
+  arrays["dA"] = pack(kVjpShape, R);
+  execute(kernels::gdn::invert_vjp(kVjpShape), arrays);
+  expect_vjp_matches_differences(S, R, unpack(kVjpShape, arrays["dS"]), 2e-3, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Inversion,
@@ -188,41 +201,16 @@ TEST(Inversion, DoublingMatchesTriangularSolveToBf16Accuracy) {
 
 TEST(Inversion, DoublingVjpMatchesFiniteDifferences) {
   // dS = -(A^T dA A^T) unmasked: only its strictly lower part reaches S (S is strictly lower).
+  // bf16 operands in both products: 2^-8 relative, summed over C terms.
   std::mt19937 gen(11);
-  const GdnShape s{.batch = 1,
-                   .seq = 2 * 16,
-                   .heads = 1,
-                   .dk = 128,
-                   .dv = 128,
-                   .chunk = 16,
-                   .compute = DType::f32};
-  std::vector<Mat> S = make_s(s, Kind::random, gen);
-  std::normal_distribution<double> nd(0, 1);
-  std::vector<Mat> R;
-  for (size_t t = 0; t < S.size(); ++t)
-    R.push_back(Mat::NullaryExpr(s.chunk, s.chunk, [&] { return nd(gen); }));
+  const std::vector<Mat> S = make_s(kVjpShape, Kind::random, gen);
+  const std::vector<Mat> R = cotangents(kVjpShape, gen);
   ArrayMap arrays;
-  arrays["S"] = pack(s, S);
-  execute(kernels::gdn::doubling_inverse(s), arrays);
-  arrays["dA"] = pack(s, R);
-  execute(kernels::gdn::doubling_vjp(s), arrays);
-  const std::vector<Mat> dS = unpack(s, arrays["dS"]);
-  double scale = 0;
-  for (const Mat& m : dS) scale = std::max(scale, m.cwiseAbs().maxCoeff());
-  for (size_t t = 0; t < S.size(); ++t)
-    for (int64_t i = 1; i < s.chunk; i += 3)
-      for (int64_t j = 0; j < i; j += 2) {
-        const double saved = S[t](i, j), h = 1e-5;
-        auto loss = [&] { return (testing::solve_unit_lower(S[t]).array() * R[t].array()).sum(); };
-        S[t](i, j) = saved + h;
-        const double up = loss();
-        S[t](i, j) = saved - h;
-        const double down = loss();
-        S[t](i, j) = saved;
-        // bf16 operands in both products: 2^-8 relative, summed over C terms.
-        EXPECT_NEAR(dS[t](i, j), (up - down) / (2 * h), 1e-2 * scale)
-            << "tile " << t << " (" << i << "," << j << ")";
-      }
+  arrays["S"] = pack(kVjpShape, S);
+  execute(kernels::gdn::doubling_inverse(kVjpShape), arrays);
+  arrays["dA"] = pack(kVjpShape, R);
+  execute(kernels::gdn::doubling_vjp(kVjpShape), arrays);
+  expect_vjp_matches_differences(S, R, unpack(kVjpShape, arrays["dS"]), 1e-2, false);
 }
 
 TEST(Inversion, PowerSeriesOverflowsWhereTheLadderStaysAtTheInverseScale) {
