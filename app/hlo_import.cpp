@@ -153,14 +153,14 @@ class Importer {
   std::pair<std::vector<std::shared_ptr<const Kernel>>, HloLoopSummary> loop(
       const HloComputation& comp, const HloInstruction& w) {
     const HloComputation& body = m_.computation(w.attr("body"));
-    HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), 0};
+    HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
     std::vector<std::shared_ptr<const Kernel>> kernels_of_body;
     for (const HloInstruction& in : body.instructions) {
       if (is_free(in)) continue;
       if (collective(in))
         throw Error(fmt::format("{}:{}: collective '{}' inside a while loop is not imported yet",
                                 m_.file, in.line, in.name));
-      ++s.body_items;
+      s.body_ops.push_back(in.name);
       flatten(work(body, in), kernels_of_body);
     }
     return {kernels_of_body, s};

@@ -26,7 +26,7 @@ namespace tpusim {
 struct HloLoopSummary {
   std::string name, op_name;
   int64_t trips = 0;
-  int body_items = 0;  // instructions of the body that do work
+  std::vector<std::string> body_ops;  // the body's instructions that do work, by name
 };
 
 struct HloProgram {

@@ -83,6 +83,15 @@ ProfileComparison compare_profile(const Profile& profile, int device, const HloP
   std::sort(c.measured_only.begin(), c.measured_only.end(), by_gap);
   std::sort(c.predicted_only.begin(), c.predicted_only.end(), by_gap);
   for (const auto& [_, k] : classes) c.classes.push_back(k);
+  for (const HloLoopSummary& l : h.loops) {
+    LoopComparison lc{l.name, l.trips, 0, 0};
+    for (const std::string& op : l.body_ops)
+      if (const auto m = measured.find(op); m != measured.end())
+        lc.measured_s += m->second.measured_s;
+    for (const ItemResult& item : r.items)
+      if (item.name == l.name) lc.predicted_s += item.cycles / r.clock_hz;
+    c.loops.push_back(lc);
+  }
   std::sort(c.classes.begin(), c.classes.end(),
             [](const auto& a, const auto& b) { return a.measured_s > b.measured_s; });
   return c;
@@ -107,6 +116,11 @@ std::string comparison_text(const ProfileComparison& c, size_t top) {
     out += fmt::format("  {:<24} measured {:>12}  predicted {:>12}  {:+7.1f}%\n", k.op_class,
                        ms(k.measured_s), ms(k.predicted_s),
                        100 * (k.predicted_s - k.measured_s) / k.measured_s);
+  for (const LoopComparison& l : c.loops)
+    out += fmt::format(
+        "while {}: {} trips, measured {} per iteration ({} per step), predicted {} ({})\n", l.name,
+        l.trips, ms(l.measured_s / l.trips), ms(l.measured_s), ms(l.predicted_s / l.trips),
+        ms(l.predicted_s));
   out += fmt::format("largest differences (of {}):\n", c.ops.size());
   for (size_t i = 0; i < c.ops.size() && i < top; ++i) {
     const OpComparison& o = c.ops[i];
@@ -159,7 +173,14 @@ nlohmann::json comparison_json(const ProfileComparison& c) {
   for (const ClassComparison& k : c.classes)
     classes.push_back(
         {{"class", k.op_class}, {"measured_s", k.measured_s}, {"predicted_s", k.predicted_s}});
+  nlohmann::json loops = nlohmann::json::array();
+  for (const LoopComparison& l : c.loops)
+    loops.push_back({{"name", l.name},
+                     {"trips", l.trips},
+                     {"measured_s", l.measured_s},
+                     {"predicted_s", l.predicted_s}});
   return {{"tool", tool_json()},
+          {"loops", loops},
           {"device", c.device},
           {"steps", c.steps},
           {"measured_step_s", c.measured_step_s},

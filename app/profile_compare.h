@@ -20,6 +20,13 @@ struct OpComparison {
   double error_pct() const { return 100.0 * (predicted_s - measured_s) / measured_s; }
 };
 
+// A while loop: its body's measured ops against the loop as simulated, per step.
+struct LoopComparison {
+  std::string name;
+  int64_t trips = 0;
+  double measured_s = 0, predicted_s = 0;  // per step, every iteration
+};
+
 struct ClassComparison {
   std::string op_class;
   double measured_s = 0, predicted_s = 0;
@@ -30,6 +37,7 @@ struct ProfileComparison {
   int steps = 1;                  // the profile's steps on the device (1 when it has no Steps line)
   std::vector<OpComparison> ops;  // matched, largest absolute error first
   std::vector<ClassComparison> classes;      // of the matched ops, largest measured first
+  std::vector<LoopComparison> loops;         // the program's while loops
   std::vector<OpComparison> measured_only;   // in the profile, not in the program
   std::vector<OpComparison> predicted_only;  // in the program, not in the profile
   double measured_step_s = 0;                // every measured op, per step

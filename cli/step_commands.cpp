@@ -29,7 +29,7 @@ namespace {
 void print_compiled(const HloProgram& h, const RunResult& r) {
   for (const HloLoopSummary& l : h.loops)
     std::cout << fmt::format("while {}: {} trips, {} ops per trip ({})\n", l.name, l.trips,
-                             l.body_items, l.op_name);
+                             l.body_ops.size(), l.op_name);
   if (!h.estimated_cycles.empty() && !h.chip.empty()) {
     const CompilerEstimate e = compiler_estimate(h, r, load_chip(h.chip).clock_hz);
     std::cout << fmt::format(

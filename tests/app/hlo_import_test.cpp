@@ -81,8 +81,8 @@ TEST(HloText, BadTextIsOneErrorNamingTheLineAndColumn) {
 TEST(HloImport, AWhileLoopsTripCountComesFromItsCondition) {
   const HloProgram p = import_hlo_module(parse_hlo(kLoop, "loop.hlo"), {});
   ASSERT_EQ(p.loops.size(), 1u);
-  EXPECT_EQ(p.loops[0].trips, 10);      // i from 2 while i < 12
-  EXPECT_EQ(p.loops[0].body_items, 1);  // the exponential (the counter's add is scalar work)
+  EXPECT_EQ(p.loops[0].trips, 10);            // i from 2 while i < 12
+  EXPECT_EQ(p.loops[0].body_ops.size(), 1u);  // the exponential (the counter's add is scalar)
   ASSERT_EQ(p.program.items.size(), 1u);
   const Loop& loop = std::get<Loop>(p.program.items[0].what);
   EXPECT_EQ(loop.trips, 10);

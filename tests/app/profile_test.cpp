@@ -63,6 +63,16 @@ TEST(Profile, OpsMatchTheProgramByInstructionNamePerStep) {
   EXPECT_DOUBLE_EQ(by["fusion.112"].predicted_s, body);
   EXPECT_DOUBLE_EQ(by["fusion.112"].count_per_step, 2);
   EXPECT_EQ(by["custom-call.2"].op_class, "custom-call");
+  // The scan's while loop: its body's two measured fusions, 3 + 4 us a trip, twice a step,
+  // against the loop item as simulated.
+  ASSERT_EQ(c.loops.size(), 1u);
+  EXPECT_EQ(c.loops[0].name, "while.1");
+  EXPECT_EQ(c.loops[0].trips, 2);
+  EXPECT_NEAR(c.loops[0].measured_s, 14e-6, 1e-12);
+  double loop = 0;
+  for (const ItemResult& item : r.items)
+    if (item.name == "while.1") loop += item.cycles / r.clock_hz;
+  EXPECT_DOUBLE_EQ(c.loops[0].predicted_s, loop);
   // Every program item with time that the profile lacks is listed.
   EXPECT_FALSE(c.predicted_only.empty());
   const std::string csv = comparison_csv(c);
