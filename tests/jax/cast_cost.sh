@@ -3,13 +3,7 @@
 # instructions: the inversion ladder (one grid step of 8 tiles at C 128) compiled for each chip,
 # its vpack and vunpack counts against v6e's, which packs one vreg per instruction.
 # Usage: cast_cost.sh TPUSIM SOURCE_DIR
-set -euo pipefail
-tpusim=$1
-src=$2
-py="$src/.venv/bin/python"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-trap 'cat "$dir"/log 2>/dev/null' ERR
+source "$(dirname "$0")/lib.sh" "$@"
 
 for topology in v6e:2x2 v5e:2x2 v5p:2x2x1; do
   chip=${topology%%:*}

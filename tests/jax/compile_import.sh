@@ -2,13 +2,7 @@
 # End to end through the compiler: compile a JAX function and a Pallas kernel for a v5e topology
 # with libtpu on this TPU-less host, import the optimized HLO into tpusim and simulate it.
 # Usage: compile_import.sh TPUSIM SOURCE_DIR
-set -euo pipefail
-tpusim=$1
-src=$2
-py="$src/.venv/bin/python"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-trap 'cat "$dir"/log "$dir"/err 2>/dev/null' ERR
+source "$(dirname "$0")/lib.sh" "$@"
 
 $py -m tpusim_jax compile "$src/python/tests/kernels_for_tests.py:dot_tanh" --topology v5e:2x2 \
   --arg x=256x512:bf16 --arg y=512x256:bf16 -o "$dir/dot" 2>"$dir/log"

@@ -3,12 +3,7 @@
 # ladder and scan (forward and backward) with JAX's outputs on random inputs, import them into
 # tpusim, simulate them and check the interpreter against JAX. Usage: export_import.sh TPUSIM
 # SOURCE_DIR
-set -euo pipefail
-tpusim=$1
-src=$2
-py="$src/.venv/bin/python"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+source "$(dirname "$0")/lib.sh" "$@"
 
 $py -m tpusim_jax export "$src/python/examples/layer_norm.py:layer_norm" \
   --arg x=512x256:bf16 --arg g=1x256:bf16 -o "$dir/ln.json" --check "$dir/ln.check.json"

@@ -3,13 +3,7 @@
 # compile x + 1 over f32[8192, 8192] for the chip's topology and turn the fusion's
 # estimated_cycles into bytes per second at the chip file's clock, against its nominal rate.
 # Usage: hbm_rate.sh TPUSIM SOURCE_DIR
-set -euo pipefail
-tpusim=$1
-src=$2
-py="$src/.venv/bin/python"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-trap 'cat "$dir"/log 2>/dev/null' ERR
+source "$(dirname "$0")/lib.sh" "$@"
 
 for topology in v5e:2x2 v6e:2x2 v5p:2x2x1; do
   chip=${topology%%:*}
