@@ -253,11 +253,8 @@ std::string live_buffers_text(const Program& p, const Liveness& l) {
       "HBM buffers live (tpusim): peak {} at item {} ({}); largest:", format_bytes(l.peak_bytes),
       l.peak_item, at.stage.empty() ? at.name : at.stage);
   for (size_t i = 0; i < l.at_peak.size() && i < 5; ++i)
-    for (const LiveBuffer& b : l.buffers)
-      if (b.name == l.at_peak[i] && b.first <= l.peak_item) {
-        out += fmt::format(" {} {}{}", b.name, format_bytes(b.bytes), i + 1 < 5 ? "," : "");
-        break;
-      }
+    out += fmt::format(" {} {}{}", l.at_peak[i].name, format_bytes(l.at_peak[i].bytes),
+                       i + 1 < std::min<size_t>(5, l.at_peak.size()) ? "," : "");
   return out + "\n";
 }
 

@@ -141,22 +141,19 @@ Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramIt
     if (s.last_write > s.last_read) last = current.at(s.name) == i ? end : s.last_write;
     out.buffers.push_back({s.name, s.bytes, s.first, last});
   }
+  int peak = -1;  // of the items considered
   for (int j = 0; j <= end; ++j) {
     int64_t sum = 0;
     for (const LiveBuffer& b : out.buffers)
       if (b.first <= j && j <= b.last) sum += b.bytes;
-    if (sum > out.peak_bytes) out.peak_bytes = sum, out.peak_item = items[j];
+    if (sum > out.peak_bytes) out.peak_bytes = sum, peak = j;
   }
-  if (out.peak_item >= 0) {
-    const int j =
-        static_cast<int>(std::find(items.begin(), items.end(), out.peak_item) - items.begin());
-    std::vector<const LiveBuffer*> at;
-    for (const LiveBuffer& b : out.buffers)
-      if (b.first <= j && j <= b.last) at.push_back(&b);
-    std::sort(at.begin(), at.end(),
-              [](const LiveBuffer* a, const LiveBuffer* b) { return a->bytes > b->bytes; });
-    for (const LiveBuffer* b : at) out.at_peak.push_back(b->name);
-  }
+  if (peak < 0) return out;
+  out.peak_item = items[peak];
+  for (const LiveBuffer& b : out.buffers)
+    if (b.first <= peak && peak <= b.last) out.at_peak.push_back(b);
+  std::stable_sort(out.at_peak.begin(), out.at_peak.end(),
+                   [](const LiveBuffer& a, const LiveBuffer& b) { return a.bytes > b.bytes; });
   return out;
 }
 

@@ -26,8 +26,8 @@ struct LiveBuffer {
 struct Liveness {
   std::vector<LiveBuffer> buffers;
   int64_t peak_bytes = 0;
-  int peak_item = -1;                // index into the program's items
-  std::vector<std::string> at_peak;  // the buffers live there, largest first
+  int peak_item = -1;               // index into the program's items
+  std::vector<LiveBuffer> at_peak;  // the buffers live there, largest first
 };
 
 // Padded HBM bytes of an array.
