@@ -1,0 +1,105 @@
+// The engine's results pinned: every catalog kernel at its defaults on every chip, every GDN build,
+// and every scenario's step prediction, as the JSON the CLI writes (without the tool's version),
+// compared byte for byte with tests/data/golden/. A speed-up of the engine must not move any of
+// them. A model change that is meant to move them regenerates the files:
+//   TPUSIM_UPDATE_GOLDEN=1 build/tests/app_tests --gtest_filter='Golden.*'
+// and the diff of tests/data/golden/ shows what moved.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "app/report.h"
+#include "app/scenario.h"
+#include "app/step_report.h"
+#include "kernels/catalog.h"
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim {
+namespace {
+
+const std::string kGoldenDir = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/golden/";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares `j` with the golden file (or rewrites it when asked), line by line so a failure shows
+// the first line that moved.
+void expect_golden(const std::string& file, const nlohmann::json& j) {
+  const std::string text = json_text(j, 1) + "\n", path = kGoldenDir + file;
+  if (std::getenv("TPUSIM_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  const std::string golden = read_file(path);
+  ASSERT_FALSE(golden.empty()) << "missing " << path << " (TPUSIM_UPDATE_GOLDEN=1 writes it)";
+  if (golden == text) return;
+  std::istringstream a(golden), b(text);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool ga = static_cast<bool>(std::getline(a, la)),
+               gb = static_cast<bool>(std::getline(b, lb));
+    if (!ga && !gb) break;
+    if (la != lb || ga != gb) {
+      ADD_FAILURE() << path << ":" << line << " golden: " << la << "\n now: " << lb;
+      return;
+    }
+  }
+}
+
+nlohmann::json kernel_results() {
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string& chip_name : known_chips()) {
+    const ChipSpec chip = load_chip(chip_name);
+    for (const kernels::CatalogEntry& e : kernels::catalog()) {
+      std::vector<kernels::KnobValues> settings{e.defaults()};
+      for (const kernels::Knob& k : e.knobs)  // every GDN build, not only the default one
+        if (k.name == "build")
+          for (const std::string& b : k.choices)
+            if (b != k.default_choice) {
+              settings.push_back(e.defaults());
+              settings.back().set("build", b);
+            }
+      for (const kernels::KnobValues& v : settings) {
+        std::string key = chip_name + " " + e.name;
+        if (v.has("build")) key += " " + v.choice("build");
+        try {
+          nlohmann::json j = result_json(simulate(chip, e.program(chip, v)), chip, {});
+          j.erase("tool");
+          out[key] = j;
+        } catch (const Error& err) {
+          out[key] = std::string("error: ") + err.what();
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Golden, EveryCatalogKernelOnEveryChip) { expect_golden("kernels.json", kernel_results()); }
+
+TEST(Golden, EveryScenarioStep) {
+  nlohmann::json out = nlohmann::json::object();
+  const std::string root = std::string(TPUSIM_SOURCE_DIR) + "/";
+  for (const std::string& file : scenario_files(
+           {root + "scenarios/calibration", root + "scenarios/blind", root + "scenarios/examples"})) {
+    const Scenario s = load_scenario(file);
+    const StepPrediction p = predict_step(s.step);
+    nlohmann::json j = step_json(s, p);
+    j["batch_split"] = batch_split_json(s.step, batch_split(s.step, p));
+    j.erase("tool");
+    j.erase("file");
+    out[file.substr(root.size())] = j;
+  }
+  expect_golden("scenarios.json", out);
+}
+
+}  // namespace
+}  // namespace tpusim
