@@ -130,7 +130,7 @@ class Chip : public sc_core::sc_module {
         axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
     remaining_ = used;
     for (int c = 0; c < used; ++c) {
-      CoreWork w{&k, item, body, loop_iteration, axis, 0, 0};
+      CoreWork w{&k, item, body, loop_iteration, axis, 0, 0, used == 1};
       if (axis >= 0) {
         w.lo = k.grid[axis] * c / used;
         w.hi = k.grid[axis] * (c + 1) / used;

@@ -48,7 +48,8 @@ DmaQueue::DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder&
   gp_.set_extension(&tag_);
 }
 
-int64_t DmaQueue::transfer(int64_t bytes, bool to_hbm, int label, const EventTag& event) {
+int64_t DmaQueue::transfer(int64_t at, int64_t bytes, bool to_hbm, int label,
+                           const EventTag& event) {
   gp_.set_command(to_hbm ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   gp_.set_address(0);
   gp_.set_data_ptr(nullptr);
@@ -56,7 +57,7 @@ int64_t DmaQueue::transfer(int64_t bytes, bool to_hbm, int label, const EventTag
   gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tag_.label = label;
   tag_.event = event;
-  sc_core::sc_time delay = cycles(latency_);
+  sc_core::sc_time delay = cycles(at - now_cycles() + latency_);
   socket->b_transport(gp_, delay);
   rec_.busy(unit_, tag_.served_start, tag_.served_end, label, event);
   return now_cycles() + static_cast<int64_t>(delay.value());

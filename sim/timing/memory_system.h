@@ -49,8 +49,10 @@ class DmaQueue : public sc_core::sc_module {
 
   DmaQueue(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec, int core, int index);
   ~DmaQueue() override { gp_.clear_extension(&tag_); }  // the payload must not free a member
-  // Starts a transfer now; returns the cycle at which its data has arrived.
-  int64_t transfer(int64_t bytes, bool to_hbm, int label, const EventTag& event);
+  // Starts a transfer at cycle `at` (the requesting core's local time, at or after SystemC's
+  // present: a core may run ahead of it, TLM's temporal decoupling); returns the cycle at which its
+  // data has arrived.
+  int64_t transfer(int64_t at, int64_t bytes, bool to_hbm, int label, const EventTag& event);
 
  private:
   Recorder& rec_;

@@ -50,6 +50,9 @@ class Recorder {
                          .operand = static_cast<int16_t>(tag.operand),
                          .cause = Cause::busy});
   }
+  // Busy time without a timeline event (the caller does not record one).
+  void add_busy(int unit, int64_t cycles) { busy_[unit] += cycles; }
+  bool keeps_events() const { return keep_events_; }
   void stall(int unit, Cause cause, int64_t start, int64_t end, int item, int64_t step) {
     if (keep_events_ && end > start)
       events_.push_back({.start = start,
@@ -83,6 +86,12 @@ struct CoreAccount {
     if (until <= cursor) return;
     time[static_cast<int>(c)] += until - cursor;
     if (c != Cause::busy) rec.stall(scalar_unit, c, cursor, until, item, step);
+    cursor = until;
+  }
+  // Charges [cursor, until) split by cause as `cycles` gives it (their sum: until - cursor),
+  // without timeline events.
+  void add(const std::array<int64_t, kNumCauses>& cycles, int64_t until) {
+    for (int c = 0; c < kNumCauses; ++c) time[c] += cycles[c];
     cursor = until;
   }
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/error.h"
 #include "sim/timing/sc_time.h"
 
 namespace tpusim {
@@ -55,45 +56,84 @@ void TensorCore::start(const CoreWork& work, KernelCounters* counters, sc_core::
 void TensorCore::run() {
   for (;;) {
     wait(start_event_);
+    clock_ = now_cycles();
+    alone_ = work_.alone;
     if (work_.loop_iteration)
-      wait_until(Cause::loop_overhead, now_cycles() + chip_.while_loop_overhead_cycles, work_.item,
-                 -1);
+      wait_until(Cause::loop_overhead, clock_ + chip_.while_loop_overhead_cycles, work_.item, -1);
     run_grid(work_);
+    alone_ = false;
+    sync();
     if (--*remaining_ == 0) all_done_->notify(sc_core::SC_ZERO_TIME);
   }
 }
 
-void TensorCore::wait_until(Cause c, int64_t t, int item, int64_t step) {
+void TensorCore::sync() {
   const int64_t now = now_cycles();
-  if (t > now) wait(cycles(t - now));
-  account_.charge(rec_, c, now_cycles(), item, step);
+  if (clock_ > now) wait(cycles(clock_ - now));
 }
 
-const BodySchedule& TensorCore::body_for(const Kernel& k, const GridIndex& g) {
-  if (cached_kernel_ != &k) {
-    cached_kernel_ = &k;
-    schedules_.clear();
-    op_labels_.clear();
-    for (const Op& op : k.body) op_labels_.push_back(rec_.label(op.name));
-    operand_labels_.clear();
-    for (const BlockSpec& s : k.inputs)
-      operand_labels_.push_back(rec_.label("fetch " + s.array.name));
-    for (const BlockSpec& s : k.outputs)
-      operand_labels_.push_back(rec_.label("write " + s.array.name));
+void TensorCore::wait_until(Cause c, int64_t t, int item, int64_t step) {
+  if (t > clock_) clock_ = t;
+  if (!alone_) sync();
+  account_.charge(rec_, c, clock_, item, step);
+}
+
+void TensorCore::prepare(const Kernel& k) {
+  if (plan_.kernel == &k) return;
+  plan_ = KernelPlan{};
+  plan_.kernel = &k;
+  for (const Op& op : k.body) {
+    int index = -1;
+    if (op.when.kind != When::always) {
+      for (size_t p = 0; p < plan_.predicates.size() && index < 0; ++p) {
+        const When& q = plan_.predicates[p];
+        if (q.kind == op.when.kind && q.axis == op.when.axis && q.other == op.when.other)
+          index = static_cast<int>(p);
+      }
+      if (index < 0) {
+        if (plan_.predicates.size() == 64)
+          throw Error(fmt::format("kernel '{}': more than 64 distinct op predicates", k.name));
+        plan_.predicates.push_back(op.when);
+        index = static_cast<int>(plan_.predicates.size() - 1);
+      }
+    }
+    plan_.op_predicate.push_back(index);
+    plan_.op_labels.push_back(rec_.label(op.name));
   }
-  active_.resize(k.body.size());
-  for (size_t i = 0; i < k.body.size(); ++i) active_[i] = k.body[i].when.holds(g, k.grid);
-  auto it = schedules_.find(active_);
-  if (it == schedules_.end())
-    it = schedules_.emplace(active_, schedule_body(chip_, k, active_)).first;
-  return it->second;
+  for (const BlockSpec& s : k.inputs)
+    plan_.operand_labels.push_back(rec_.label("fetch " + s.array.name));
+  for (const BlockSpec& s : k.outputs)
+    plan_.operand_labels.push_back(rec_.label("write " + s.array.name));
+}
+
+const TensorCore::StepSchedule& TensorCore::schedule_for(const GridIndex& g) {
+  const Kernel& k = *plan_.kernel;
+  uint64_t mask = 0;
+  for (size_t p = 0; p < plan_.predicates.size(); ++p)
+    if (plan_.predicates[p].holds(g, k.grid)) mask |= uint64_t{1} << p;
+  auto it = plan_.schedules.find(mask);
+  if (it != plan_.schedules.end()) return it->second;
+  std::vector<bool> active(k.body.size());
+  for (size_t i = 0; i < k.body.size(); ++i)
+    active[i] = plan_.op_predicate[i] < 0 || (mask >> plan_.op_predicate[i] & 1);
+  StepSchedule s;
+  s.body = schedule_body(chip_, k, active);
+  for (const BodySegment& seg : s.body.segments)
+    s.cause_cycles[static_cast<int>(seg.cause)] += seg.end - seg.start;
+  std::vector<int64_t> lane(lanes_.size(), 0);
+  for (const ScheduledOp& op : s.body.ops) lane[op.lane] += op.end - op.start;
+  for (size_t l = 0; l < lane.size(); ++l)
+    if (lane[l] > 0) s.lane_busy.emplace_back(static_cast<int>(l), lane[l]);
+  return plan_.schedules.emplace(mask, std::move(s)).first->second;
 }
 
 void TensorCore::run_grid(const CoreWork& w) {
   const Kernel& k = *w.kernel;
+  prepare(k);
   const size_t nin = k.inputs.size(), nout = k.outputs.size();
   const int queues = static_cast<int>(dma_.size());
   auto queue_of = [&](size_t operand) { return dma_[operand % queues].get(); };
+  const bool timeline = rec_.keeps_events();
 
   std::vector<int64_t> in_bytes(nin), out_bytes(nout);
   for (size_t i = 0; i < nin; ++i)
@@ -103,29 +143,33 @@ void TensorCore::run_grid(const CoreWork& w) {
 
   GridIndex g(k.grid.size(), 0), next;
   if (w.split_axis >= 0) g[w.split_axis] = w.lo;
-  body_for(k, g);  // fills the label caches before the first transfer
 
   std::vector<std::vector<int64_t>> in_idx(nin), in_next(nin), out_idx(nout), out_next(nout);
   std::vector<int64_t> in_ready(nin), in_next_ready(nin);
   std::vector<std::vector<int64_t>> out_slot_free(nout);
   std::vector<int64_t> out_blocks(nout, 0);
-  std::vector<bool> out_new_block(nout, true);
+  std::vector<char> out_new_block(nout, 1), refetch(nin, 0);
   for (size_t o = 0; o < nout; ++o) out_slot_free[o].assign(k.outputs[o].buffer_count, 0);
 
   // Events name the item, the kernel's place in it, the grid step and the op or the BlockSpec.
   auto dma = [&w](size_t operand, int64_t at_step) {
     return EventTag{w.item, at_step, w.body, -1, static_cast<int>(operand)};
   };
+  auto transfer = [&](size_t operand, bool write, int64_t at_step) {
+    if (!alone_) sync();
+    return queue_of(operand)->transfer(clock_, write ? out_bytes[operand - nin] : in_bytes[operand],
+                                       write, plan_.operand_labels[operand], dma(operand, at_step));
+  };
   int64_t step = flat_index(k, g);
   for (size_t i = 0; i < nin; ++i) {
     k.inputs[i].index.eval(g, in_idx[i]);
-    in_ready[i] = queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, step));
+    in_ready[i] = transfer(i, false, step);
   }
   for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(g, out_idx[o]);
 
   for (bool more = true; more;) {
     step = flat_index(k, g);
-    wait_until(Cause::step_overhead, now_cycles() + chip_.grid_step_overhead_cycles, w.item, step);
+    wait_until(Cause::step_overhead, clock_ + chip_.grid_step_overhead_cycles, w.item, step);
     int64_t inputs_ready = 0;
     for (int64_t t : in_ready) inputs_ready = std::max(inputs_ready, t);
     wait_until(Cause::dma_wait, inputs_ready, w.item, step);
@@ -133,14 +177,14 @@ void TensorCore::run_grid(const CoreWork& w) {
     next = g;
     more = next_index(k, w, next);
     const int64_t next_step = more ? flat_index(k, next) : -1;
-    std::vector<bool> refetch(nin, false);
-    for (size_t i = 0; i < nin && more; ++i) {
+    for (size_t i = 0; i < nin; ++i) {
+      refetch[i] = false;
+      if (!more) continue;
       k.inputs[i].index.eval(next, in_next[i]);
       refetch[i] = in_next[i] != in_idx[i];
       in_next_ready[i] = in_ready[i];
       if (refetch[i] && k.inputs[i].buffer_count >= 2)
-        in_next_ready[i] =
-            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, next_step));
+        in_next_ready[i] = transfer(i, false, next_step);
     }
     for (size_t o = 0; o < nout; ++o)
       if (out_new_block[o]) {
@@ -148,16 +192,23 @@ void TensorCore::run_grid(const CoreWork& w) {
         wait_until(Cause::dma_wait, slots[out_blocks[o] % slots.size()], w.item, step);
       }
 
-    const BodySchedule& body = body_for(k, g);
-    const int64_t t0 = now_cycles();
-    for (const ScheduledOp& op : body.ops)
-      rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, op_labels_[op.op],
-                {w.item, step, w.body, static_cast<int>(op.op), -1});
-    for (const BodySegment& seg : body.segments)
-      account_.charge(rec_, seg.cause, t0 + seg.end, w.item, step);
+    const StepSchedule& s = schedule_for(g);
+    const BodySchedule& body = s.body;
+    const int64_t t0 = clock_;
+    if (timeline) {
+      for (const ScheduledOp& op : body.ops)
+        rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, plan_.op_labels[op.op],
+                  {w.item, step, w.body, static_cast<int>(op.op), -1});
+      for (const BodySegment& seg : body.segments)
+        account_.charge(rec_, seg.cause, t0 + seg.end, w.item, step);
+    } else {
+      for (const auto& [lane, cycles] : s.lane_busy) rec_.add_busy(lanes_[lane], cycles);
+      account_.add(s.cause_cycles, t0 + body.length);
+    }
     counters_->flops += body.flops;
     counters_->mxu_pass_flops += body.mxu_pass_flops;
-    if (body.length > 0) wait(cycles(body.length));
+    clock_ = t0 + body.length;
+    if (!alone_) sync();
 
     for (size_t o = 0; o < nout; ++o) {
       if (more) k.outputs[o].index.eval(next, out_next[o]);
@@ -165,13 +216,11 @@ void TensorCore::run_grid(const CoreWork& w) {
       out_new_block[o] = done_with_block;
       if (!done_with_block) continue;
       auto& slots = out_slot_free[o];
-      slots[out_blocks[o]++ % slots.size()] = queue_of(nin + o)->transfer(
-          out_bytes[o], true, operand_labels_[nin + o], dma(nin + o, step));
+      slots[out_blocks[o]++ % slots.size()] = transfer(nin + o, true, step);
     }
     for (size_t i = 0; i < nin && more; ++i)
       if (refetch[i] && k.inputs[i].buffer_count < 2)
-        in_next_ready[i] =
-            queue_of(i)->transfer(in_bytes[i], false, operand_labels_[i], dma(i, next_step));
+        in_next_ready[i] = transfer(i, false, next_step);
     if (!more) break;
     g.swap(next);
     in_idx.swap(in_next);

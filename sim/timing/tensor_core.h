@@ -2,10 +2,17 @@
 // (fetch a block only when its index changes, prefetch the next step's blocks while this step
 // computes, write an output block back when its index changes or the grid ends) and runs each
 // step's body on the MXUs and the VPU (body_schedule.h).
+//
+// Time: a core alone on the chip runs ahead of SystemC time with a local clock (TLM's temporal
+// decoupling) and synchronises once per kernel call, since nothing else can observe it meanwhile;
+// its DMA requests carry the offset in their TLM delay. When both cores of a megacore chip share
+// a kernel, each waits in SystemC time before it reaches HBM, so the pipe serves their requests in
+// time order.
 #pragma once
-#include <map>
+#include <array>
 #include <memory>
 #include <systemc>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/chip_spec.h"
@@ -25,6 +32,7 @@ struct CoreWork {
       false;  // the first kernel of a while-loop iteration: pays the loop overhead
   int split_axis = -1;
   int64_t lo = 0, hi = 0;
+  bool alone = true;  // no other core runs at the same time (the core may run ahead)
 };
 
 struct KernelCounters {
@@ -43,10 +51,30 @@ class TensorCore : public sc_core::sc_module {
   CoreAccount& account() { return account_; }
 
  private:
+  // A step's body schedule with its totals, so a step without a timeline is charged in O(units).
+  struct StepSchedule {
+    BodySchedule body;
+    std::array<int64_t, kNumCauses> cause_cycles{};
+    std::vector<std::pair<int, int64_t>> lane_busy;  // (lane, busy cycles)
+  };
+  // What the core keeps of the kernel it runs: its distinct op predicates, the schedule of each
+  // combination of them that occurs, the timeline labels.
+  struct KernelPlan {
+    const Kernel* kernel = nullptr;
+    std::vector<When> predicates;
+    std::vector<int> op_predicate;  // per body op: index into `predicates`, -1 for always
+    std::unordered_map<uint64_t, StepSchedule> schedules;
+    std::vector<int> op_labels, operand_labels;
+  };
+
   void run();
   void run_grid(const CoreWork& w);
+  // Advances the core's clock to `t` (if later), charging the time to `c`.
   void wait_until(Cause c, int64_t t, int item, int64_t step);
-  const BodySchedule& body_for(const Kernel& k, const GridIndex& g);
+  // In SystemC time up to the core's clock (always, when the core shares the chip).
+  void sync();
+  void prepare(const Kernel& k);
+  const StepSchedule& schedule_for(const GridIndex& g);
 
   int id_;
   const ChipSpec& chip_;
@@ -54,6 +82,8 @@ class TensorCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<DmaQueue>> dma_;
   std::vector<int> lanes_;  // recorder units: MXU 0..n-1, then the VPU and the EUP
   CoreAccount account_;
+  int64_t clock_ = 0;  // the core's local time, cycles; never behind SystemC time
+  bool alone_ = true;
 
   sc_core::sc_event start_event_;
   CoreWork work_;
@@ -61,11 +91,7 @@ class TensorCore : public sc_core::sc_module {
   sc_core::sc_event* all_done_ = nullptr;
   int* remaining_ = nullptr;
 
-  // Per-kernel caches: body schedules by predicate mask, op labels.
-  const Kernel* cached_kernel_ = nullptr;
-  std::map<std::vector<bool>, BodySchedule> schedules_;
-  std::vector<int> op_labels_, operand_labels_;
-  std::vector<bool> active_;
+  KernelPlan plan_;
 };
 
 }  // namespace tpusim

@@ -4,6 +4,7 @@
 // them. A model change that is meant to move them regenerates the files:
 //   TPUSIM_UPDATE_GOLDEN=1 build/tests/app_tests --gtest_filter='Golden.*'
 // and the diff of tests/data/golden/ shows what moved.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -54,6 +55,22 @@ void expect_golden(const std::string& file, const nlohmann::json& j) {
   }
 }
 
+// The timeline's events (every field, in order) folded into one number (FNV-1a), with their count.
+nlohmann::json timeline_digest(const RunResult& r) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int b = 0; b < 8; ++b)
+      h = (h ^ (static_cast<uint64_t>(v) >> (8 * b) & 0xff)) * 1099511628211ull;
+  };
+  for (const TimelineEvent& e : r.events) {
+    for (int64_t v :
+         {e.start, e.end, e.step, int64_t{e.unit}, int64_t{e.label}, int64_t{e.item}, int64_t{e.op},
+          int64_t{e.body}, int64_t{e.operand}, static_cast<int64_t>(e.cause)})
+      mix(v);
+  }
+  return {{"events", r.events.size()}, {"fnv1a", fmt::format("{:016x}", h)}};
+}
+
 nlohmann::json kernel_results() {
   nlohmann::json out = nlohmann::json::object();
   for (const std::string& chip_name : known_chips()) {
@@ -71,8 +88,10 @@ nlohmann::json kernel_results() {
         std::string key = chip_name + " " + e.name;
         if (v.has("build")) key += " " + v.choice("build");
         try {
-          nlohmann::json j = result_json(simulate(chip, e.program(chip, v)), chip, {});
+          const Program p = e.program(chip, v);
+          nlohmann::json j = result_json(simulate(chip, p), chip, {});
           j.erase("tool");
+          j["timeline"] = timeline_digest(simulate(chip, p, {.record_timeline = true}));
           out[key] = j;
         } catch (const Error& err) {
           out[key] = std::string("error: ") + err.what();
@@ -88,8 +107,9 @@ TEST(Golden, EveryCatalogKernelOnEveryChip) { expect_golden("kernels.json", kern
 TEST(Golden, EveryScenarioStep) {
   nlohmann::json out = nlohmann::json::object();
   const std::string root = std::string(TPUSIM_SOURCE_DIR) + "/";
-  for (const std::string& file : scenario_files(
-           {root + "scenarios/calibration", root + "scenarios/blind", root + "scenarios/examples"})) {
+  for (const std::string& file :
+       scenario_files({root + "scenarios/calibration", root + "scenarios/blind",
+                       root + "scenarios/examples"})) {
     const Scenario s = load_scenario(file);
     const StepPrediction p = predict_step(s.step);
     nlohmann::json j = step_json(s, p);
