@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "sim/ir/validate.h"
 #include "sim/timing/collectives.h"
 #include "sim/timing/sc_time.h"
+#include "sim/timing/steady_state.h"
 #include "sim/timing/tensor_core.h"
 
 // libsystemc's main() wants an sc_main; tpusim has its own entry points and never calls it.
@@ -36,8 +38,15 @@ int split_axis(const Kernel& k, int cores, MegacoreSplit rule) {
 class Chip : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Chip);
-  Chip(sc_core::sc_module_name name, const ChipSpec& chip, const Program& program, Recorder& rec)
-      : sc_module(name), chip_(chip), program_(program), rec_(rec), hbm_("hbm", chip, rec) {
+  Chip(sc_core::sc_module_name name, const ChipSpec& chip, const Program& program, Recorder& rec,
+       const SimOptions& options)
+      : sc_module(name),
+        chip_(chip),
+        program_(program),
+        rec_(rec),
+        hbm_("hbm", chip, rec),
+        options_(options),
+        steady_(rec, hbm_) {
     for (int c = 0; c < chip.tensorcores; ++c)
       cores_.push_back(
           std::make_unique<TensorCore>(fmt::format("tc{}", c).c_str(), c, chip, rec, hbm_));
@@ -128,16 +137,34 @@ class Chip : public sc_core::sc_module {
     const int axis = split_axis(k, chip_.tensorcores, chip_.megacore_split);
     const int used =
         axis < 0 ? 1 : static_cast<int>(std::min<int64_t>(chip_.tensorcores, k.grid[axis]));
-    remaining_ = used;
+    std::vector<TensorCore*> cores;
     for (int c = 0; c < used; ++c) {
-      CoreWork w{&k, item, body, loop_iteration, axis, 0, 0, used == 1};
+      CoreWork w{&k, item, body, loop_iteration, axis, 0, 0};
       if (axis >= 0) {
         w.lo = k.grid[axis] * c / used;
         w.hi = k.grid[axis] * (c + 1) / used;
       }
-      cores_[c]->start(w, &counters_[it->second], &all_done_, &remaining_);
+      cores_[c]->begin(w, &counters_[it->second], t0);
+      cores.push_back(cores_[c].get());
     }
-    wait(all_done_);
+    // The cores run on their own clocks; the one whose next transfer point is earliest goes
+    // next (on a tie the later core: the order in which SystemC resumed the cores when each had
+    // its own thread), so HBM sees requests in time order.
+    const bool fast_forward = options_.fast_forward && !rec_.keeps_events();
+    if (fast_forward) steady_.begin(cores, &counters_[it->second], chip_.dma_latency_cycles);
+    for (;;) {
+      TensorCore* next = nullptr;
+      for (TensorCore* c : cores)
+        if (c->point() != TensorCore::Point::done && (!next || c->clock() <= next->clock()))
+          next = c;
+      if (!next) break;
+      next->resume();
+      if (fast_forward && next == cores[0] && next->point() == TensorCore::Point::prefetch)
+        steady_.observe();
+    }
+    int64_t end = t0;
+    for (TensorCore* c : cores) end = std::max(end, c->clock());
+    wait(cycles(end - t0));
     charge_all(Cause::idle, now_cycles());
 
     ks.calls += 1;
@@ -154,14 +181,19 @@ class Chip : public sc_core::sc_module {
   Hbm hbm_;
   std::vector<std::unique_ptr<TensorCore>> cores_;
   int ici_unit_ = 0, dcn_unit_ = 0;
-  sc_core::sc_event all_done_;
-  int remaining_ = 0;
+  SimOptions options_;
+  SteadyState steady_;
   int64_t end_ = 0;
   std::map<const Kernel*, int> kernel_index_;
   std::vector<KernelCounters> counters_;
 };
 
+std::atomic<bool> fast_forward_default{true};
+
 }  // namespace
+
+bool SimOptions::default_fast_forward() { return fast_forward_default; }
+void SimOptions::set_default_fast_forward(bool on) { fast_forward_default = on; }
 
 void validate(const ChipSpec& chip, const Program& program) {
   auto check_kernel = [&](const Kernel& k) {
@@ -201,7 +233,7 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
   r.peak_flops = chip.peak_bf16_flops;
   Recorder rec(options.record_timeline);
   {
-    Chip top("chip", chip, program, rec);
+    Chip top("chip", chip, program, rec, options);
     top.stats = &r.kernels;
     for (const ProgramItem& item : program.items)
       r.items.push_back({item.name, item.stage.empty() ? item.name : item.stage});

@@ -11,6 +11,12 @@ namespace tpusim {
 
 struct SimOptions {
   bool record_timeline = false;
+  // Jump over repeating steady-state periods of a grid (steady_state.h); off, or recording a
+  // timeline, every grid step is simulated.
+  bool fast_forward = default_fast_forward();
+  static bool default_fast_forward();
+  // `tpusim --no-fast-forward` sets the default for every simulation of the process.
+  static void set_default_fast_forward(bool on);
 };
 
 // The static checks of every kernel and collective of a program: block shapes, VMEM against the

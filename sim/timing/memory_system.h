@@ -33,6 +33,14 @@ class Hbm : public sc_core::sc_module {
   Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec);
   int64_t read_bytes() const { return read_bytes_; }
   int64_t write_bytes() const { return write_bytes_; }
+  // The cycle (fractional) at which the pipe is next free.
+  double free_at() const { return free_at_; }
+  // The fast-forward's jump (steady_state.h): the pipe `cycles` later, having moved the bytes.
+  void skip(int64_t cycles, int64_t read_bytes, int64_t write_bytes) {
+    free_at_ += static_cast<double>(cycles);
+    read_bytes_ += read_bytes;
+    write_bytes_ += write_bytes;
+  }
 
  private:
   void b_transport(int initiator, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);

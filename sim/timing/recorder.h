@@ -53,6 +53,7 @@ class Recorder {
   // Busy time without a timeline event (the caller does not record one).
   void add_busy(int unit, int64_t cycles) { busy_[unit] += cycles; }
   bool keeps_events() const { return keep_events_; }
+  const std::vector<int64_t>& busy_totals() const { return busy_; }
   void stall(int unit, Cause cause, int64_t start, int64_t end, int item, int64_t step) {
     if (keep_events_ && end > start)
       events_.push_back({.start = start,

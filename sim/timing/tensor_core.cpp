@@ -5,29 +5,8 @@
 #include <algorithm>
 
 #include "sim/error.h"
-#include "sim/timing/sc_time.h"
 
 namespace tpusim {
-namespace {
-
-int64_t flat_index(const Kernel& k, const GridIndex& g) {
-  int64_t f = 0;
-  for (size_t i = 0; i < g.size(); ++i) f = f * k.grid[i] + g[i];
-  return f;
-}
-
-// Advances `g` lexicographically (last axis fastest) inside the core's share of the grid.
-bool next_index(const Kernel& k, const CoreWork& w, GridIndex& g) {
-  for (int d = static_cast<int>(g.size()) - 1; d >= 0; --d) {
-    const int64_t lo = d == w.split_axis ? w.lo : 0;
-    const int64_t hi = d == w.split_axis ? w.hi : k.grid[d];
-    if (++g[d] < hi) return true;
-    g[d] = lo;
-  }
-  return false;
-}
-
-}  // namespace
 
 TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chip, Recorder& rec,
                        Hbm& hbm)
@@ -41,41 +20,6 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chi
     dma_.push_back(std::make_unique<DmaQueue>(fmt::format("dma{}", q).c_str(), chip, rec, id, q));
     dma_.back()->socket.bind(hbm.socket);
   }
-  SC_THREAD(run);
-}
-
-void TensorCore::start(const CoreWork& work, KernelCounters* counters, sc_core::sc_event* all_done,
-                       int* remaining) {
-  work_ = work;
-  counters_ = counters;
-  all_done_ = all_done;
-  remaining_ = remaining;
-  start_event_.notify(sc_core::SC_ZERO_TIME);
-}
-
-void TensorCore::run() {
-  for (;;) {
-    wait(start_event_);
-    clock_ = now_cycles();
-    alone_ = work_.alone;
-    if (work_.loop_iteration)
-      wait_until(Cause::loop_overhead, clock_ + chip_.while_loop_overhead_cycles, work_.item, -1);
-    run_grid(work_);
-    alone_ = false;
-    sync();
-    if (--*remaining_ == 0) all_done_->notify(sc_core::SC_ZERO_TIME);
-  }
-}
-
-void TensorCore::sync() {
-  const int64_t now = now_cycles();
-  if (clock_ > now) wait(cycles(clock_ - now));
-}
-
-void TensorCore::wait_until(Cause c, int64_t t, int item, int64_t step) {
-  if (t > clock_) clock_ = t;
-  if (!alone_) sync();
-  account_.charge(rec_, c, clock_, item, step);
 }
 
 void TensorCore::prepare(const Kernel& k) {
@@ -100,19 +44,22 @@ void TensorCore::prepare(const Kernel& k) {
     plan_.op_predicate.push_back(index);
     plan_.op_labels.push_back(rec_.label(op.name));
   }
-  for (const BlockSpec& s : k.inputs)
+  if (k.inputs.size() > 64 || k.outputs.size() > 64)
+    throw Error(fmt::format("kernel '{}': more than 64 inputs or outputs", k.name));
+  for (const BlockSpec& s : k.inputs) {
     plan_.operand_labels.push_back(rec_.label("fetch " + s.array.name));
-  for (const BlockSpec& s : k.outputs)
+    plan_.in_bytes.push_back(tiled_bytes(s.block_shape, s.array.dtype));
+  }
+  for (const BlockSpec& s : k.outputs) {
     plan_.operand_labels.push_back(rec_.label("write " + s.array.name));
+    plan_.out_bytes.push_back(tiled_bytes(s.block_shape, s.array.dtype));
+  }
 }
 
-const TensorCore::StepSchedule& TensorCore::schedule_for(const GridIndex& g) {
-  const Kernel& k = *plan_.kernel;
-  uint64_t mask = 0;
-  for (size_t p = 0; p < plan_.predicates.size(); ++p)
-    if (plan_.predicates[p].holds(g, k.grid)) mask |= uint64_t{1} << p;
+const TensorCore::StepSchedule& TensorCore::schedule(uint64_t mask) {
   auto it = plan_.schedules.find(mask);
   if (it != plan_.schedules.end()) return it->second;
+  const Kernel& k = *plan_.kernel;
   std::vector<bool> active(k.body.size());
   for (size_t i = 0; i < k.body.size(); ++i)
     active[i] = plan_.op_predicate[i] < 0 || (mask >> plan_.op_predicate[i] & 1);
@@ -127,110 +74,234 @@ const TensorCore::StepSchedule& TensorCore::schedule_for(const GridIndex& g) {
   return plan_.schedules.emplace(mask, std::move(s)).first->second;
 }
 
-void TensorCore::run_grid(const CoreWork& w) {
-  const Kernel& k = *w.kernel;
+int64_t TensorCore::flat_step(const GridIndex& g) const {
+  int64_t f = 0;
+  for (size_t i = 0; i < g.size(); ++i) f = f * plan_.kernel->grid[i] + g[i];
+  return f;
+}
+
+void TensorCore::look_ahead(Cursor& c) const {
+  const Kernel& k = *plan_.kernel;
+  StepPattern& p = c.pattern;
+  p = StepPattern{};
+  for (size_t q = 0; q < plan_.predicates.size(); ++q)
+    if (plan_.predicates[q].holds(c.g, k.grid)) p.schedule |= uint64_t{1} << q;
+  // The next index, lexicographically (last axis fastest) inside the core's share of the grid.
+  c.next = c.g;
+  for (int d = static_cast<int>(c.g.size()) - 1; d >= 0 && !p.more; --d) {
+    const bool split = d == work_.split_axis;
+    if (++c.next[d] < (split ? work_.hi : k.grid[d]))
+      p.more = true;
+    else
+      c.next[d] = split ? work_.lo : 0;
+  }
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    if (!p.more) break;
+    k.inputs[i].index.eval(c.next, c.in_next[i]);
+    if (c.in_next[i] != c.in_idx[i]) p.refetch |= uint64_t{1} << i;
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    if (p.more) k.outputs[o].index.eval(c.next, c.out_next[o]);
+    if (!p.more || c.out_next[o] != c.out_idx[o]) p.written |= uint64_t{1} << o;
+  }
+}
+
+void TensorCore::advance(Cursor& c) const {
+  c.g.swap(c.next);
+  c.in_idx.swap(c.in_next);
+  c.out_idx.swap(c.out_next);
+  look_ahead(c);
+}
+
+void TensorCore::wait_until(Cause c, int64_t t) {
+  if (t > clock_) clock_ = t;
+  account_.charge(rec_, c, clock_, work_.item, rec_.keeps_events() ? flat_step(at_.g) : -1);
+}
+
+int64_t TensorCore::transfer(size_t operand, int64_t step) {
+  const size_t nin = plan_.in_bytes.size();
+  const bool write = operand >= nin;
+  return dma_[operand % dma_.size()]->transfer(
+      clock_, write ? plan_.out_bytes[operand - nin] : plan_.in_bytes[operand], write,
+      plan_.operand_labels[operand], {work_.item, step, work_.body, -1, static_cast<int>(operand)});
+}
+
+void TensorCore::begin(const CoreWork& work, KernelCounters* counters, int64_t now) {
+  work_ = work;
+  counters_ = counters;
+  clock_ = now;
+  steps_ = 0;
+  const Kernel& k = *work.kernel;
   prepare(k);
   const size_t nin = k.inputs.size(), nout = k.outputs.size();
-  const int queues = static_cast<int>(dma_.size());
-  auto queue_of = [&](size_t operand) { return dma_[operand % queues].get(); };
+  at_.g.assign(k.grid.size(), 0);
+  if (work.split_axis >= 0) at_.g[work.split_axis] = work.lo;
+  at_.in_idx.resize(nin);
+  at_.in_next.resize(nin);
+  at_.out_idx.resize(nout);
+  at_.out_next.resize(nout);
+  for (size_t i = 0; i < nin; ++i) k.inputs[i].index.eval(at_.g, at_.in_idx[i]);
+  for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(at_.g, at_.out_idx[o]);
+  look_ahead(at_);
+  patterns_[0] = at_.pattern;
+  in_ready_.assign(nin, 0);
+  in_next_ready_.assign(nin, 0);
+  out_blocks_.assign(nout, 0);
+  out_new_block_.assign(nout, 1);
+  out_slot_free_.resize(nout);
+  for (size_t o = 0; o < nout; ++o) out_slot_free_[o].assign(k.outputs[o].buffer_count, 0);
+  if (work.loop_iteration) {  // the loop's own cost: no grid step of it
+    clock_ += chip_.while_loop_overhead_cycles;
+    account_.charge(rec_, Cause::loop_overhead, clock_, work_.item, -1);
+  }
+  point_ = Point::first_fetch;
+}
+
+void TensorCore::step_top() {
+  wait_until(Cause::step_overhead, clock_ + chip_.grid_step_overhead_cycles);
+  int64_t inputs_ready = 0;
+  for (int64_t t : in_ready_) inputs_ready = std::max(inputs_ready, t);
+  wait_until(Cause::dma_wait, inputs_ready);
+  point_ = Point::prefetch;
+}
+
+void TensorCore::resume() {
+  const Kernel& k = *plan_.kernel;
+  const size_t nin = k.inputs.size(), nout = k.outputs.size();
+  const StepPattern& p = at_.pattern;
+  // Grid steps name timeline events only.
   const bool timeline = rec_.keeps_events();
+  const int64_t step = timeline ? flat_step(at_.g) : -1;
+  const int64_t next_step = timeline && p.more ? flat_step(at_.next) : -1;
+  switch (point_) {
+    case Point::first_fetch:
+      for (size_t i = 0; i < nin; ++i) in_ready_[i] = transfer(i, step);
+      step_top();
+      return;
 
-  std::vector<int64_t> in_bytes(nin), out_bytes(nout);
-  for (size_t i = 0; i < nin; ++i)
-    in_bytes[i] = tiled_bytes(k.inputs[i].block_shape, k.inputs[i].array.dtype);
-  for (size_t o = 0; o < nout; ++o)
-    out_bytes[o] = tiled_bytes(k.outputs[o].block_shape, k.outputs[o].array.dtype);
-
-  GridIndex g(k.grid.size(), 0), next;
-  if (w.split_axis >= 0) g[w.split_axis] = w.lo;
-
-  std::vector<std::vector<int64_t>> in_idx(nin), in_next(nin), out_idx(nout), out_next(nout);
-  std::vector<int64_t> in_ready(nin), in_next_ready(nin);
-  std::vector<std::vector<int64_t>> out_slot_free(nout);
-  std::vector<int64_t> out_blocks(nout, 0);
-  std::vector<char> out_new_block(nout, 1), refetch(nin, 0);
-  for (size_t o = 0; o < nout; ++o) out_slot_free[o].assign(k.outputs[o].buffer_count, 0);
-
-  // Events name the item, the kernel's place in it, the grid step and the op or the BlockSpec.
-  auto dma = [&w](size_t operand, int64_t at_step) {
-    return EventTag{w.item, at_step, w.body, -1, static_cast<int>(operand)};
-  };
-  auto transfer = [&](size_t operand, bool write, int64_t at_step) {
-    if (!alone_) sync();
-    return queue_of(operand)->transfer(clock_, write ? out_bytes[operand - nin] : in_bytes[operand],
-                                       write, plan_.operand_labels[operand], dma(operand, at_step));
-  };
-  int64_t step = flat_index(k, g);
-  for (size_t i = 0; i < nin; ++i) {
-    k.inputs[i].index.eval(g, in_idx[i]);
-    in_ready[i] = transfer(i, false, step);
-  }
-  for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(g, out_idx[o]);
-
-  for (bool more = true; more;) {
-    step = flat_index(k, g);
-    wait_until(Cause::step_overhead, clock_ + chip_.grid_step_overhead_cycles, w.item, step);
-    int64_t inputs_ready = 0;
-    for (int64_t t : in_ready) inputs_ready = std::max(inputs_ready, t);
-    wait_until(Cause::dma_wait, inputs_ready, w.item, step);
-
-    next = g;
-    more = next_index(k, w, next);
-    const int64_t next_step = more ? flat_index(k, next) : -1;
-    for (size_t i = 0; i < nin; ++i) {
-      refetch[i] = false;
-      if (!more) continue;
-      k.inputs[i].index.eval(next, in_next[i]);
-      refetch[i] = in_next[i] != in_idx[i];
-      in_next_ready[i] = in_ready[i];
-      if (refetch[i] && k.inputs[i].buffer_count >= 2)
-        in_next_ready[i] = transfer(i, false, next_step);
-    }
-    for (size_t o = 0; o < nout; ++o)
-      if (out_new_block[o]) {
-        const auto& slots = out_slot_free[o];
-        wait_until(Cause::dma_wait, slots[out_blocks[o] % slots.size()], w.item, step);
+    case Point::prefetch: {
+      for (size_t i = 0; i < nin; ++i) {
+        in_next_ready_[i] = in_ready_[i];
+        if ((p.refetch >> i & 1) && k.inputs[i].buffer_count >= 2)
+          in_next_ready_[i] = transfer(i, next_step);
       }
-
-    const StepSchedule& s = schedule_for(g);
-    const BodySchedule& body = s.body;
-    const int64_t t0 = clock_;
-    if (timeline) {
-      for (const ScheduledOp& op : body.ops)
-        rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, plan_.op_labels[op.op],
-                  {w.item, step, w.body, static_cast<int>(op.op), -1});
-      for (const BodySegment& seg : body.segments)
-        account_.charge(rec_, seg.cause, t0 + seg.end, w.item, step);
-    } else {
-      for (const auto& [lane, cycles] : s.lane_busy) rec_.add_busy(lanes_[lane], cycles);
-      account_.add(s.cause_cycles, t0 + body.length);
+      for (size_t o = 0; o < nout; ++o)
+        if (out_new_block_[o]) {
+          const auto& slots = out_slot_free_[o];
+          wait_until(Cause::dma_wait, slots[out_blocks_[o] % slots.size()]);
+        }
+      const StepSchedule& s = schedule(p.schedule);
+      const BodySchedule& body = s.body;
+      const int64_t t0 = clock_;
+      if (timeline) {
+        for (const ScheduledOp& op : body.ops)
+          rec_.busy(lanes_[op.lane], t0 + op.start, t0 + op.end, plan_.op_labels[op.op],
+                    {work_.item, step, work_.body, static_cast<int>(op.op), -1});
+        for (const BodySegment& seg : body.segments)
+          account_.charge(rec_, seg.cause, t0 + seg.end, work_.item, step);
+      } else {
+        for (const auto& [lane, cycles] : s.lane_busy) rec_.add_busy(lanes_[lane], cycles);
+        account_.add(s.cause_cycles, t0 + body.length);
+      }
+      counters_->flops += body.flops;
+      counters_->mxu_pass_flops += body.mxu_pass_flops;
+      clock_ = t0 + body.length;
+      point_ = Point::write_back;
+      return;
     }
-    counters_->flops += body.flops;
-    counters_->mxu_pass_flops += body.mxu_pass_flops;
-    clock_ = t0 + body.length;
-    if (!alone_) sync();
 
-    for (size_t o = 0; o < nout; ++o) {
-      if (more) k.outputs[o].index.eval(next, out_next[o]);
-      const bool done_with_block = !more || out_next[o] != out_idx[o];
-      out_new_block[o] = done_with_block;
-      if (!done_with_block) continue;
-      auto& slots = out_slot_free[o];
-      slots[out_blocks[o]++ % slots.size()] = transfer(nin + o, true, step);
-    }
-    for (size_t i = 0; i < nin && more; ++i)
-      if (refetch[i] && k.inputs[i].buffer_count < 2)
-        in_next_ready[i] = transfer(i, false, next_step);
-    if (!more) break;
-    g.swap(next);
-    in_idx.swap(in_next);
-    in_ready.swap(in_next_ready);
-    out_idx.swap(out_next);
+    case Point::write_back:
+      for (size_t o = 0; o < nout; ++o) {
+        out_new_block_[o] = p.written >> o & 1;
+        if (!out_new_block_[o]) continue;
+        auto& slots = out_slot_free_[o];
+        slots[out_blocks_[o]++ % slots.size()] = transfer(nin + o, step);
+      }
+      if (!p.more) {
+        int64_t drained = 0;
+        for (const auto& slots : out_slot_free_)
+          for (int64_t t : slots) drained = std::max(drained, t);
+        wait_until(Cause::dma_wait, drained);
+        point_ = Point::done;
+        return;
+      }
+      for (size_t i = 0; i < nin; ++i)
+        if ((p.refetch >> i & 1) && k.inputs[i].buffer_count < 2)
+          in_next_ready_[i] = transfer(i, next_step);
+      advance(at_);
+      in_ready_.swap(in_next_ready_);
+      patterns_[++steps_ % kPatternHistory] = at_.pattern;
+      step_top();
+      return;
+
+    case Point::done:
+      return;
   }
-  int64_t drained = 0;
-  for (const auto& slots : out_slot_free)
-    for (int64_t t : slots) drained = std::max(drained, t);
-  wait_until(Cause::dma_wait, drained, w.item, step);
+}
+
+void TensorCore::state(int64_t t, std::vector<int64_t>& out) const {
+  out.push_back(static_cast<int64_t>(point_));
+  if (point_ == Point::done) return;  // finished: nothing of it moves any more
+  out.push_back(clock_ - t);
+  // Times at or before the core's clock no longer matter: they all count as "ready".
+  auto after = [&](int64_t v) { return std::max<int64_t>(0, v - clock_); };
+  for (size_t i = 0; i < in_ready_.size(); ++i) {
+    out.push_back(after(in_ready_[i]));
+    out.push_back(after(in_next_ready_[i]));
+  }
+  for (size_t o = 0; o < out_slot_free_.size(); ++o) {
+    const auto& slots = out_slot_free_[o];
+    for (size_t j = 0; j < slots.size(); ++j)
+      out.push_back(after(slots[(out_blocks_[o] + j) % slots.size()]));
+    out.push_back(out_new_block_[o]);
+  }
+  const StepPattern& p = at_.pattern;
+  out.insert(out.end(), {static_cast<int64_t>(p.schedule), static_cast<int64_t>(p.refetch),
+                         static_cast<int64_t>(p.written), p.more});
+}
+
+void TensorCore::counters(std::vector<int64_t>& out) const {
+  out.insert(out.end(), account_.time.begin(), account_.time.end());
+  out.insert(out.end(), out_blocks_.begin(), out_blocks_.end());
+  out.push_back(steps_);
+}
+
+int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
+  if (period < 1 || period > kPatternHistory || steps_ < period) return 0;
+  ahead_ = at_;
+  Cursor probe;
+  int64_t periods = 0;
+  while (periods < max_periods) {
+    probe = ahead_;
+    for (int64_t j = 1; j <= period; ++j) {
+      if (!probe.pattern.more) return periods;
+      advance(probe);
+      if (!(probe.pattern == patterns_[(steps_ - period + j) % kPatternHistory])) return periods;
+    }
+    std::swap(ahead_, probe);
+    ++periods;
+  }
+  return periods;
+}
+
+void TensorCore::skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* deltas) {
+  at_ = ahead_;
+  clock_ += cycles;
+  for (int c = 0; c < kNumCauses; ++c) account_.time[c] += periods * deltas[c];
+  account_.cursor = clock_;
+  for (int64_t& t : in_ready_) t += cycles;
+  for (int64_t& t : in_next_ready_) t += cycles;
+  for (size_t o = 0; o < out_slot_free_.size(); ++o) {
+    auto& slots = out_slot_free_[o];
+    const int64_t n = static_cast<int64_t>(slots.size()), blocks = periods * deltas[kNumCauses + o];
+    std::vector<int64_t> moved(n);
+    for (int64_t j = 0; j < n; ++j)
+      moved[(out_blocks_[o] + blocks + j) % n] = slots[(out_blocks_[o] + j) % n] + cycles;
+    slots = std::move(moved);
+    out_blocks_[o] += blocks;
+  }
+  steps_ += periods * period;
+  patterns_[steps_ % kPatternHistory] = at_.pattern;
 }
 
 }  // namespace tpusim

@@ -3,11 +3,12 @@
 // computes, write an output block back when its index changes or the grid ends) and runs each
 // step's body on the MXUs and the VPU (body_schedule.h).
 //
-// Time: a core alone on the chip runs ahead of SystemC time with a local clock (TLM's temporal
-// decoupling) and synchronises once per kernel call, since nothing else can observe it meanwhile;
-// its DMA requests carry the offset in their TLM delay. When both cores of a megacore chip share
-// a kernel, each waits in SystemC time before it reaches HBM, so the pipe serves their requests in
-// time order.
+// Time: a core runs ahead of SystemC time on its own clock (TLM's temporal decoupling). It stops
+// only where it reaches HBM, its transfer points: the first fetches, the prefetch after a step's
+// inputs have arrived, and the write-backs (and single-buffered refetches) after its body. The
+// engine resumes the core whose next transfer point is earliest (core_runner.h), so the shared
+// HBM pipe serves requests in time order; the DMA requests carry the core's offset from SystemC
+// time in their TLM delay.
 #pragma once
 #include <array>
 #include <memory>
@@ -32,23 +33,46 @@ struct CoreWork {
       false;  // the first kernel of a while-loop iteration: pays the loop overhead
   int split_axis = -1;
   int64_t lo = 0, hi = 0;
-  bool alone = true;  // no other core runs at the same time (the core may run ahead)
 };
 
 struct KernelCounters {
   int64_t flops = 0, mxu_pass_flops = 0;
 };
 
+// What a grid step does apart from its timing: the body schedule (a bit per distinct predicate
+// that holds), the inputs it fetches for the next step, the outputs it writes back, and whether
+// a step follows. Two steps with equal patterns started from equal states take equal time.
+struct StepPattern {
+  uint64_t schedule = 0, refetch = 0, written = 0;
+  bool more = false;
+  bool operator==(const StepPattern&) const = default;
+};
+
 class TensorCore : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(TensorCore);
+  // Where a core stands between two of the engine's resumptions.
+  enum class Point : uint8_t { first_fetch, prefetch, write_back, done };
+
   TensorCore(sc_core::sc_module_name name, int id, const ChipSpec& chip, Recorder& rec, Hbm& hbm);
 
-  // Starts `work` at the current time; when the core has finished it, it decrements
-  // `*remaining` and notifies `all_done` once that reaches zero.
-  void start(const CoreWork& work, KernelCounters* counters, sc_core::sc_event* all_done,
-             int* remaining);
+  // Starts `work` at cycle `now` (paying the loop overhead if it begins a loop iteration); the
+  // core then stands at its first transfer point.
+  void begin(const CoreWork& work, KernelCounters* counters, int64_t now);
+  Point point() const { return point_; }
+  // The cycle of the next transfer point (the end, once done).
+  int64_t clock() const { return clock_; }
+  // Issues the transfers of the current point, then runs locally to the next point.
+  void resume();
   CoreAccount& account() { return account_; }
+
+  // For the fast-forward (steady_state.h), at a transfer point: the core's state relative to
+  // cycle `t`, its counters, how many periods of `period` steps ahead repeat the last period's
+  // patterns, and the jump over them.
+  void state(int64_t t, std::vector<int64_t>& out) const;
+  void counters(std::vector<int64_t>& out) const;
+  int64_t repeating_periods(int64_t period, int64_t max_periods);
+  void skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* counter_deltas);
+  static constexpr int64_t kPatternHistory = 64;
 
  private:
   // A step's body schedule with its totals, so a step without a timeline is charged in O(units).
@@ -65,16 +89,27 @@ class TensorCore : public sc_core::sc_module {
     std::vector<int> op_predicate;  // per body op: index into `predicates`, -1 for always
     std::unordered_map<uint64_t, StepSchedule> schedules;
     std::vector<int> op_labels, operand_labels;
+    std::vector<int64_t> in_bytes, out_bytes;
+  };
+  // A position in the core's share of the grid: this step's and the next step's grid and block
+  // indices, and the pattern of this step.
+  struct Cursor {
+    GridIndex g, next;
+    std::vector<std::vector<int64_t>> in_idx, in_next, out_idx, out_next;
+    StepPattern pattern;
   };
 
-  void run();
-  void run_grid(const CoreWork& w);
-  // Advances the core's clock to `t` (if later), charging the time to `c`.
-  void wait_until(Cause c, int64_t t, int item, int64_t step);
-  // In SystemC time up to the core's clock (always, when the core shares the chip).
-  void sync();
   void prepare(const Kernel& k);
-  const StepSchedule& schedule_for(const GridIndex& g);
+  const StepSchedule& schedule(uint64_t mask);
+  // Fills `c.next`, the next block indices and `c.pattern` from `c.g`.
+  void look_ahead(Cursor& c) const;
+  // Moves `c` to the next step (c.pattern.more must hold) and looks ahead from there.
+  void advance(Cursor& c) const;
+  void wait_until(Cause c, int64_t t);
+  int64_t transfer(size_t operand, int64_t step);
+  // From the top of a step (its overhead) to the prefetch point.
+  void step_top();
+  int64_t flat_step(const GridIndex& g) const;
 
   int id_;
   const ChipSpec& chip_;
@@ -82,16 +117,20 @@ class TensorCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<DmaQueue>> dma_;
   std::vector<int> lanes_;  // recorder units: MXU 0..n-1, then the VPU and the EUP
   CoreAccount account_;
-  int64_t clock_ = 0;  // the core's local time, cycles; never behind SystemC time
-  bool alone_ = true;
+  KernelPlan plan_;
 
-  sc_core::sc_event start_event_;
+  // The kernel call in progress.
   CoreWork work_;
   KernelCounters* counters_ = nullptr;
-  sc_core::sc_event* all_done_ = nullptr;
-  int* remaining_ = nullptr;
-
-  KernelPlan plan_;
+  Point point_ = Point::done;
+  int64_t clock_ = 0;  // cycles; never behind SystemC time
+  int64_t steps_ = 0;  // steps begun
+  Cursor at_;
+  std::vector<int64_t> in_ready_, in_next_ready_, out_blocks_;
+  std::vector<std::vector<int64_t>> out_slot_free_;
+  std::vector<char> out_new_block_;
+  std::array<StepPattern, kPatternHistory> patterns_{};  // by steps_ modulo the size
+  Cursor ahead_;  // repeating_periods' walk, which skip() then takes over
 };
 
 }  // namespace tpusim

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -71,6 +72,27 @@ nlohmann::json timeline_digest(const RunResult& r) {
   return {{"events", r.events.size()}, {"fnv1a", fmt::format("{:016x}", h)}};
 }
 
+// Every number of `now` within `rel` of its value in `golden` (relative to the larger of the two);
+// reports the worst one over `floor` (an absolute slack for values that are noise-sized).
+void expect_close(const nlohmann::json& golden, const nlohmann::json& now, double rel,
+                  const std::string& path = "") {
+  if (golden.is_object()) {
+    for (const auto& [k, v] : golden.items()) {
+      ASSERT_TRUE(now.contains(k)) << path << "/" << k;
+      expect_close(v, now.at(k), rel, path + "/" + k);
+    }
+  } else if (golden.is_array()) {
+    ASSERT_EQ(golden.size(), now.size()) << path;
+    for (size_t i = 0; i < golden.size(); ++i)
+      expect_close(golden[i], now[i], rel, path + "[" + std::to_string(i) + "]");
+  } else if (golden.is_number()) {
+    const double a = golden.get<double>(), b = now.get<double>();
+    EXPECT_LE(std::abs(a - b), rel * std::max(std::abs(a), std::abs(b))) << path;
+  } else {
+    EXPECT_EQ(golden, now) << path;
+  }
+}
+
 nlohmann::json kernel_results() {
   nlohmann::json out = nlohmann::json::object();
   for (const std::string& chip_name : known_chips()) {
@@ -102,9 +124,16 @@ nlohmann::json kernel_results() {
   return out;
 }
 
-TEST(Golden, EveryCatalogKernelOnEveryChip) { expect_golden("kernels.json", kernel_results()); }
+// The golden files hold the full simulation: every grid step simulated.
+class Golden : public ::testing::Test {
+ protected:
+  void SetUp() override { SimOptions::set_default_fast_forward(false); }
+  void TearDown() override { SimOptions::set_default_fast_forward(true); }
+};
 
-TEST(Golden, EveryScenarioStep) {
+TEST_F(Golden, EveryCatalogKernelOnEveryChip) { expect_golden("kernels.json", kernel_results()); }
+
+nlohmann::json scenario_results() {
   nlohmann::json out = nlohmann::json::object();
   const std::string root = std::string(TPUSIM_SOURCE_DIR) + "/";
   for (const std::string& file :
@@ -118,7 +147,19 @@ TEST(Golden, EveryScenarioStep) {
     j.erase("file");
     out[file.substr(root.size())] = j;
   }
-  expect_golden("scenarios.json", out);
+  return out;
+}
+
+TEST_F(Golden, EveryScenarioStep) { expect_golden("scenarios.json", scenario_results()); }
+
+// The fast-forward (sim/timing/steady_state.h) against the full simulation the golden files hold:
+// every number of every kernel and scenario within 0.1%.
+TEST(FastForward, MatchesTheFullSimulationWithinATenthOfAPercent) {
+  ASSERT_TRUE(SimOptions::default_fast_forward());
+  expect_close(nlohmann::json::parse(read_file(kGoldenDir + "kernels.json")), kernel_results(),
+               1e-3);
+  expect_close(nlohmann::json::parse(read_file(kGoldenDir + "scenarios.json")), scenario_results(),
+               1e-3);
 }
 
 }  // namespace

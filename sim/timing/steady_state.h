@@ -1,0 +1,55 @@
+// Steady-state fast-forward. Long grids repeat a few step patterns thousands of times (the inner
+// axis of a matmul, the key blocks of an attention row). Each time core 0 stands at a prefetch
+// point, the engine's state relative to that moment (every core's clock, pending transfers,
+// output slots and step pattern; the HBM pipe) is recorded. When it equals a record made a
+// period earlier, the state evolves the same way for as long as the step patterns ahead repeat
+// that period's patterns: the cores check how many periods do, and all of them jump over those
+// periods at once, adding the period's counters (time by cause, busy time per unit, bytes, FLOPs,
+// output blocks) once per period skipped. The jump is exact up to the rounding of the HBM pipe's
+// fractional cycles at a different absolute time; `tests/app/golden_test.cpp` holds every kernel
+// and scenario within 0.1% of the full simulation. Runs that record a timeline take the full path.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/timing/memory_system.h"
+#include "sim/timing/recorder.h"
+#include "sim/timing/tensor_core.h"
+
+namespace tpusim {
+
+class SteadyState {
+ public:
+  SteadyState(Recorder& rec, Hbm& hbm) : rec_(rec), hbm_(hbm) {}
+
+  // A new kernel call on `cores` (core 0 first), whose FLOPs go to `counters`.
+  void begin(std::vector<TensorCore*> cores, KernelCounters* counters, int64_t dma_latency);
+  // Core 0 stands at a prefetch point (the other cores at theirs).
+  void observe();
+  int64_t skipped_steps() const { return skipped_steps_; }
+
+ private:
+  struct Record {
+    uint64_t hash = 0;
+    std::vector<int64_t> state;     // relative to `t`
+    std::vector<int64_t> counters;  // absolute: per core, then per unit, bytes, FLOPs
+    std::vector<int64_t> steps;     // per core
+    int64_t t = 0;
+  };
+  static constexpr size_t kHistory = 16;  // records compared: periods of up to 16 observations
+
+  void record(Record& r) const;
+  void jump(const Record& old, const Record& now, int64_t periods);
+
+  Recorder& rec_;
+  Hbm& hbm_;
+  std::vector<TensorCore*> cores_;
+  KernelCounters* kernel_counters_ = nullptr;
+  int64_t dma_latency_ = 0;
+  std::deque<Record> history_;
+  Record spare_;
+  int64_t skipped_steps_ = 0;
+};
+
+}  // namespace tpusim
