@@ -95,15 +95,23 @@ void TensorCore::look_ahead(Cursor& c) const {
     else
       c.next[d] = split ? work_.lo : 0;
   }
-  for (size_t i = 0; i < k.inputs.size(); ++i) {
-    if (!p.more) break;
-    k.inputs[i].index.eval(c.next, c.in_next[i]);
-    if (c.in_next[i] != c.in_idx[i]) p.refetch |= uint64_t{1} << i;
-  }
-  for (size_t o = 0; o < k.outputs.size(); ++o) {
-    if (p.more) k.outputs[o].index.eval(c.next, c.out_next[o]);
-    if (!p.more || c.out_next[o] != c.out_idx[o]) p.written |= uint64_t{1} << o;
-  }
+  // Each block index of the next step, and whether it differs from this step's.
+  auto moves = [&](const IndexMap& map, const std::vector<int64_t>& now, std::vector<int64_t>& to) {
+    const auto& dims = map.dims();
+    to.resize(dims.size());
+    bool moved = false;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      to[d] = dims[d].eval(c.next);
+      moved |= to[d] != now[d];
+    }
+    return moved;
+  };
+  if (p.more)
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (moves(k.inputs[i].index, c.in_idx[i], c.in_next[i])) p.refetch |= uint64_t{1} << i;
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (!p.more || moves(k.outputs[o].index, c.out_idx[o], c.out_next[o]))
+      p.written |= uint64_t{1} << o;
 }
 
 void TensorCore::advance(Cursor& c) const {
@@ -266,20 +274,98 @@ void TensorCore::counters(std::vector<int64_t>& out) const {
   out.push_back(steps_);
 }
 
+int64_t TensorCore::uniform_run(const Cursor& c) const {
+  const Kernel& k = *plan_.kernel;
+  const int last = static_cast<int>(c.g.size()) - 1;
+  if (last < 0) return 0;
+  const int64_t y = c.g[last];
+  const int64_t end = last == work_.split_axis ? work_.hi : k.grid[last];
+  // The first index after y whose step may differ from the one before it; the last index of the
+  // row differs (its next step wraps).
+  int64_t first_change = end - 1;
+  auto may_change_at = [&](int64_t from, int64_t to) {
+    for (int64_t v = from; v <= to; ++v)
+      if (v > y && v < first_change) first_change = v;
+  };
+  for (const When& q : plan_.predicates) {
+    const bool on_axis = q.axis == last, on_other = q.other == last;
+    if (!on_axis && !on_other) continue;
+    if (on_axis && on_other) continue;  // compares the axis with itself: constant
+    if (q.kind == When::at_or_below || q.kind == When::on_diagonal) {
+      const int64_t against = c.g[on_axis ? q.other : q.axis];
+      may_change_at(against - 1, against + 2);
+    } else {  // first / last (of one axis or both): index 0 and the axis's last index
+      may_change_at(0, 1);
+      may_change_at(k.grid[last] - 1, k.grid[last]);
+    }
+  }
+  // A block index is affine in y between clamp switches; the step's refetch and write-back
+  // compare it at y and y + 1, so each switch point and its neighbours may change the pattern.
+  auto switches = [&](const IndexMap& map) {
+    for (const AffineExpr& e : map.dims()) {
+      if (e.min_axis < 0 && e.max_axis < 0) continue;
+      int64_t base = e.offset, slope = 0;
+      for (size_t d = 0; d < e.coeff.size() && d < c.g.size(); ++d)
+        (static_cast<int>(d) == last ? slope : base) +=
+            e.coeff[d] * (d == size_t(last) ? 1 : c.g[d]);
+      for (int clamp : {e.min_axis, e.max_axis}) {
+        if (clamp < 0) continue;
+        // base + slope * v against the clamp: g[clamp] (constant) or v itself (the last axis).
+        const int64_t rel_slope = clamp == last ? slope - 1 : slope;
+        const int64_t rel_base = clamp == last ? base : base - c.g[clamp];
+        if (rel_slope == 0) continue;
+        const int64_t v = -rel_base / rel_slope;
+        may_change_at(v - 2, v + 2);
+      }
+    }
+  };
+  for (const BlockSpec& b : k.inputs) switches(b.index);
+  for (const BlockSpec& b : k.outputs) switches(b.index);
+  return std::max<int64_t>(0, first_change - 1 - y);
+}
+
 int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
   if (period < 1 || period > kPatternHistory || steps_ < period) return 0;
+  auto expected = [&](int64_t walked) -> const StepPattern& {
+    // Step steps_ + walked + 1 should repeat step steps_ - period + (walked % period) + 1.
+    return patterns_[(steps_ - period + walked % period + 1) % kPatternHistory];
+  };
+  bool uniform = true;  // the period repeats one pattern: runs of it can be jumped over
+  for (int64_t j = 1; j < period; ++j) uniform = uniform && expected(j) == expected(0);
   ahead_ = at_;
-  Cursor probe;
-  int64_t periods = 0;
-  while (periods < max_periods) {
-    probe = ahead_;
-    for (int64_t j = 1; j <= period; ++j) {
-      if (!probe.pattern.more) return periods;
-      advance(probe);
-      if (!(probe.pattern == patterns_[(steps_ - period + j) % kPatternHistory])) return periods;
+  boundary_ = at_.g;  // the grid index at the end of the last whole period walked
+  int64_t periods = 0, walked = 0;
+  const int last = static_cast<int>(at_.g.size()) - 1;
+  while (periods < max_periods && ahead_.pattern.more) {
+    advance(ahead_);
+    if (!(ahead_.pattern == expected(walked++))) break;
+    if (uniform && last >= 0) {
+      // Along the rest of a uniform run every step repeats this one: move to its last step.
+      int64_t run = std::min(uniform_run(ahead_), max_periods * period - walked);
+      run -= (walked + run) % period;
+      if (run > 0) {
+        const Kernel& k = *plan_.kernel;
+        ahead_.g[last] += run;
+        walked += run;
+        for (size_t i = 0; i < k.inputs.size(); ++i)
+          k.inputs[i].index.eval(ahead_.g, ahead_.in_idx[i]);
+        for (size_t o = 0; o < k.outputs.size(); ++o)
+          k.outputs[o].index.eval(ahead_.g, ahead_.out_idx[o]);
+        look_ahead(ahead_);
+      }
     }
-    std::swap(ahead_, probe);
-    ++periods;
+    if (walked % period == 0) {
+      periods = walked / period;
+      boundary_ = ahead_.g;
+    }
+  }
+  if (walked != periods * period) {  // stopped inside a period: back to its start
+    const Kernel& k = *plan_.kernel;
+    ahead_.g = boundary_;
+    for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].index.eval(ahead_.g, ahead_.in_idx[i]);
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      k.outputs[o].index.eval(ahead_.g, ahead_.out_idx[o]);
+    look_ahead(ahead_);
   }
   return periods;
 }

@@ -103,6 +103,9 @@ class TensorCore : public sc_core::sc_module {
   const StepSchedule& schedule(uint64_t mask);
   // Fills `c.next`, the next block indices and `c.pattern` from `c.g`.
   void look_ahead(Cursor& c) const;
+  // How many steps after `c`'s, along the last grid axis, certainly repeat its pattern (from
+  // where the op predicates and the index maps' clamps can switch).
+  int64_t uniform_run(const Cursor& c) const;
   // Moves `c` to the next step (c.pattern.more must hold) and looks ahead from there.
   void advance(Cursor& c) const;
   void wait_until(Cause c, int64_t t);
@@ -131,6 +134,7 @@ class TensorCore : public sc_core::sc_module {
   std::vector<char> out_new_block_;
   std::array<StepPattern, kPatternHistory> patterns_{};  // by steps_ modulo the size
   Cursor ahead_;  // repeating_periods' walk, which skip() then takes over
+  GridIndex boundary_;
 };
 
 }  // namespace tpusim
