@@ -1,8 +1,8 @@
 // `tpusim calibrate`: fits the engine's constants (matmul table, AllGather) and the whole-step
-// ones (the MXU fill/drain latency on C1's head-batching saving, the inversion's row-step latency on
-// C4's forward ratio, v6e's vector rate scale on C3 #1), each on its own data, and renders docs/calibration.md. The fits depend on each other (the
-// matmul table sees the fill/drain latency, C1 the matmul constants), so they repeat until the
-// values stop changing.
+// ones (the MXU fill/drain latency on C1's head-batching saving, the inversion's row-step latency
+// on C4's forward ratio, v6e's vector rate scale on C3 #1), each on its own data, and renders
+// docs/calibration.md. The fits depend on each other (the matmul table sees the fill/drain latency,
+// C1 the matmul constants), so they repeat until the values stop changing.
 #pragma once
 #include <functional>
 #include <string>
@@ -21,7 +21,7 @@ struct Calibration {
   MatmulTable matmul, blind_matmul;  // predicted with the fitted constants
   CollectiveTable gather;
   InverseRatioTable inverse;  // C4, predicted with the fitted constants
-  std::string markdown;  // docs/calibration.md
+  std::string markdown;       // docs/calibration.md
 
   // A few lines: each fitted constant with what it was fitted on, and the rows that check them.
   std::string summary() const;

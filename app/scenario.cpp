@@ -203,9 +203,11 @@ bool is_scenario_key(const std::string& path) {
          std::find(it->second.begin(), it->second.end(), key) != it->second.end();
 }
 
-Scenario load_scenario(const std::string& f) { return load_scenario(yaml_load_file(f), f); }
+Scenario load_scenario(const std::string& f, LoadChecks checks) {
+  return load_scenario(yaml_load_file(f), f, checks);
+}
 
-Scenario load_scenario(const YAML::Node& root, const std::string& f) {
+Scenario load_scenario(const YAML::Node& root, const std::string& f, LoadChecks checks) {
   const YamlMap top(f, root, "", schema().at(""));
   Scenario s;
   s.file = f;
@@ -215,7 +217,10 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f) {
   load_workload(top, s.step);
   if (top.has("measured")) load_measured(top, s);
   try {
-    check(s.step);
+    if (checks == LoadChecks::kernels)
+      check(s.step);
+    else
+      check_config(s.step);
   } catch (const ConfigError& e) {
     // A kernel over its VMEM limit is the limit's fault when the scenario lowered it.
     const std::string key = e.over_vmem && top.has("scoped_vmem_kib") ? "scoped_vmem_kib" : e.key;

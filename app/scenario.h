@@ -28,9 +28,15 @@ struct Scenario {
   AttentionCount measured_attention = AttentionCount::causal;
 };
 
-Scenario load_scenario(const std::string& file);
+// What loading checks: the configuration and every part's kernels (built and checked against
+// VMEM, the default), or only what the file says (keys, types, ranges, the mesh): a caller that
+// predicts the step next meets the kernels' problems there.
+enum class LoadChecks { kernels, file };
+
+Scenario load_scenario(const std::string& file, LoadChecks checks = LoadChecks::kernels);
 // The same from a parsed tree; `file` names it in errors (a sweep point passes its base file).
-Scenario load_scenario(const YAML::Node& root, const std::string& file);
+Scenario load_scenario(const YAML::Node& root, const std::string& file,
+                       LoadChecks checks = LoadChecks::kernels);
 
 // A micro-benchmark table (a `rows:` list of kernel or collective timings, calibrate's data)
 // rather than a training-step scenario; such tables live beside the scenarios.

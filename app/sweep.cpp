@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +11,7 @@
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/version.h"
+#include "app/worker_pool.h"
 #include "models/chip_loader.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
@@ -281,72 +279,18 @@ std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, in
   for (const SweepPoint& p : s.points)
     if (p.index % shard_count == shard_index) mine.push_back(&p);
   const int total = static_cast<int>(mine.size());
-  jobs = std::max(1, std::min(jobs, std::max(1, total)));
   std::map<int, PointResult> results;
-  if (jobs == 1) {
-    for (const SweepPoint* p : mine) {
-      results[p->index] = run_point(s, *p);
-      progress(static_cast<int>(results.size()), total);
-    }
-  } else {
-    // One worker process per job; each streams one JSON line per finished point to the parent.
-    std::vector<pid_t> pids;
-    std::vector<FILE*> pipes;
-    std::fflush(nullptr);
-    for (int w = 0; w < jobs; ++w) {
-      int fd[2];
-      if (pipe(fd) != 0) throw Error("sweep: cannot create a pipe");
-      const pid_t pid = fork();
-      if (pid < 0) throw Error("sweep: cannot fork a worker");
-      if (pid == 0) {
-        close(fd[0]);
-        FILE* out = fdopen(fd[1], "w");
-        for (size_t i = w; i < mine.size(); i += jobs) {
-          std::fputs((json_text(to_json(s, run_point(s, *mine[i]))) + "\n").c_str(), out);
-          std::fflush(out);
-        }
-        std::fclose(out);
-        _exit(0);
-      }
-      close(fd[1]);
-      pids.push_back(pid);
-      pipes.push_back(fdopen(fd[0], "r"));
-    }
-    std::vector<std::string> partial(jobs);
-    int open = jobs;
-    std::vector<pollfd> fds(jobs);
-    for (int w = 0; w < jobs; ++w) fds[w] = {fileno(pipes[w]), POLLIN, 0};
-    while (open > 0) {
-      if (poll(fds.data(), fds.size(), -1) < 0) break;
-      for (int w = 0; w < jobs; ++w) {
-        if (fds[w].fd < 0 || !(fds[w].revents & (POLLIN | POLLHUP))) continue;
-        char buf[4096];
-        const ssize_t n = read(fds[w].fd, buf, sizeof buf);
-        if (n <= 0) {
-          fds[w].fd = -1;
-          --open;
-          continue;
-        }
-        partial[w].append(buf, n);
-        for (size_t nl; (nl = partial[w].find('\n')) != std::string::npos;) {
-          const PointResult r = from_json(s, nlohmann::json::parse(partial[w].substr(0, nl)));
-          results[r.index] = r;
-          partial[w].erase(0, nl + 1);
-          progress(static_cast<int>(results.size()), total);
-        }
-      }
-    }
-    for (FILE* f : pipes) std::fclose(f);
-    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
-    if (static_cast<int>(results.size()) != total)
-      throw Error(
-          fmt::format("sweep: a worker stopped early ({} of {} points)", results.size(), total));
-  }
+  run_in_workers(
+      total, jobs, [&](int i) { return json_text(to_json(s, run_point(s, *mine[i]))); },
+      [&](int, const std::string& line) {
+        const PointResult r = from_json(s, nlohmann::json::parse(line));
+        results[r.index] = r;
+        progress(static_cast<int>(results.size()), total);
+      });
   std::vector<PointResult> out;
   for (auto& [i, r] : results) out.push_back(r);
   return out;
 }
-
 
 std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results) {
   std::string out = "index";

@@ -10,6 +10,7 @@
 #include "app/gdn_inverse_fit.h"
 #include "app/report.h"
 #include "app/version.h"
+#include "app/worker_pool.h"
 #include "models/chip_loader.h"
 
 namespace tpusim {
@@ -78,19 +79,50 @@ std::vector<std::string> inverse_ratio_tables(const std::vector<std::string>& pa
 
 }  // namespace
 
-Validation validate(const std::vector<std::string>& paths, const ValidationProgress& progress) {
+// A prediction crosses from a worker process as JSON (doubles round-trip exactly).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryItem, what, bytes, on_device)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPart, name, count, compute_s, collective_s, exposed_s,
+                                   forward_s, backward_s, time_s, unit_busy_s, flops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPrediction, step_time_s, tokens_per_s_per_chip,
+                                   model_flops_per_chip, tflops_per_s_per_chip, mfu, parts, memory,
+                                   peak_hbm_bytes, hbm_capacity_bytes, fits_hbm)
+
+Validation validate(const std::vector<std::string>& paths, int jobs,
+                    const ValidationProgress& progress) {
   std::vector<Scenario> scenarios;
-  for (const std::string& f : scenario_files(paths)) scenarios.push_back(load_scenario(f));
+  // Every file is read before anything runs, so a mistake in any of them stops the run at once;
+  // the workers check the kernels as they build them.
+  for (const std::string& f : scenario_files(paths))
+    scenarios.push_back(load_scenario(f, LoadChecks::file));
+  std::vector<StepPrediction> predictions(scenarios.size());
+  size_t finished = 0;
+  run_in_workers(
+      static_cast<int>(scenarios.size()), jobs,
+      [&](int i) {
+        const auto start = std::chrono::steady_clock::now();
+        StepPrediction p;
+        try {
+          p = predict_step(scenarios[i].step);
+        } catch (const ConfigError&) {
+          load_scenario(scenarios[i].file);  // the same check, naming the file's line and key
+          throw;
+        }
+        const nlohmann::json j = {
+            {"prediction", p},
+            {"seconds",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+        return j.dump();
+      },
+      [&](int i, const std::string& line) {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        predictions[i] = j.at("prediction").get<StepPrediction>();
+        if (progress) progress(finished++, scenarios.size(), scenarios[i], j.at("seconds"));
+      });
   Validation v;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const Scenario& sc = scenarios[i];
-    const auto start = std::chrono::steady_clock::now();
-    const StepPrediction p = predict_step(sc.step);
-    if (progress)
-      progress(i, scenarios.size(), sc,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (sc.measured.empty()) v.blind.emplace_back(sc, p);
-    for (const ValidationRow& r : validation_rows(sc, p)) v.rows.push_back(r);
+    if (sc.measured.empty()) v.blind.emplace_back(sc, predictions[i]);
+    for (const ValidationRow& r : validation_rows(sc, predictions[i])) v.rows.push_back(r);
   }
   // Kernel-level ratios measured without a whole step (C4).
   for (const std::string& f : inverse_ratio_tables(paths)) {

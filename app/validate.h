@@ -28,10 +28,14 @@ struct Validation {
 // it has them, else the repository's.
 std::vector<std::string> default_validation_paths();
 
-// Called after each scenario is predicted: its position, the count, and the seconds it took.
+// Called after each scenario is predicted: how many were before it, the count, and the seconds
+// it took.
 using ValidationProgress =
-    std::function<void(size_t index, size_t count, const Scenario& s, double seconds)>;
+    std::function<void(size_t done, size_t count, const Scenario& s, double seconds)>;
 
-Validation validate(const std::vector<std::string>& paths, const ValidationProgress& progress = {});
+// The scenarios are predicted in `jobs` worker processes (app/worker_pool.h); the result does
+// not depend on how many.
+Validation validate(const std::vector<std::string>& paths, int jobs,
+                    const ValidationProgress& progress = {});
 
 }  // namespace tpusim

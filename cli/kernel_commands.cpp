@@ -115,7 +115,8 @@ Command gdn_builds_command(CLI::App& app) {
   auto a = std::make_shared<KernelArgs>();
   a->entry = &shape_only;
   CLI::App* c = app.add_subcommand(
-      "gdn-builds", "the GDN builds side by side: PR #4348's four and PR #4577's doubling (markdown)");
+      "gdn-builds",
+      "the GDN builds side by side: PR #4348's four and PR #4577's doubling (markdown)");
   c->add_option("--chip", a->chip, "chip name or chip YAML file")->capture_default_str();
   a->knobs.add_kernel(c, shape_only);
   return {c, [a] {

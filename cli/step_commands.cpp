@@ -14,6 +14,7 @@
 #include "app/step_report.h"
 #include "app/sweep.h"
 #include "app/validate.h"
+#include "app/worker_pool.h"
 #include "cli/commands.h"
 #include "cli/simulate_output.h"
 #include "models/chip_loader.h"
@@ -124,6 +125,7 @@ Command validate_command(CLI::App& app) {
     std::vector<std::string> paths;
     std::string json, markdown;
     bool write = false;
+    int jobs = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
@@ -134,9 +136,12 @@ Command validate_command(CLI::App& app) {
   c->add_option("--markdown", a->markdown,
                 "write the report to FILE ('-': print it instead of the summary)");
   c->add_flag("--write", a->write, "update the repository's docs/validation.md with the report");
+  c->add_option("--jobs", a->jobs, "worker processes (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
   return {c, [a] {
             const Validation v =
                 validate(a->paths.empty() ? default_validation_paths() : a->paths,
+                         a->jobs > 0 ? a->jobs : default_jobs(),
                          [](size_t i, size_t n, const Scenario& s, double seconds) {
                            fmt::print(stderr, "validate: [{}/{}] {} ({:.2f} s)\n", i + 1, n, s.name,
                                       seconds);
@@ -154,29 +159,30 @@ Command validate_command(CLI::App& app) {
 Command sweep_command(CLI::App& app) {
   struct Args {
     std::string file, csv, json, shard = "0/1";
-    int jobs = 1;
+    int jobs = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("sweep", "expand a base scenario over axes and run the points");
   c->add_option("file", a->file, "sweep YAML (base + axes)")->required();
-  c->add_option("--jobs", a->jobs, "worker processes")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+  c->add_option("--jobs", a->jobs, "worker processes (default: one per core)")
+      ->check(CLI::Range(0, 1024));
   c->add_option("--shard", a->shard,
                 "run only points i, i+n, i+2n, ... (i/n), for spreading a sweep over machines")
       ->capture_default_str();
   c->add_option("--csv", a->csv, "CSV output (default: <sweep name>[.shard-i-of-n].csv)");
   c->add_option("--json", a->json, "JSON output (default: <sweep name>[.shard-i-of-n].json)");
-  return {c, [a] {
-            int si = 0, sn = 1;
-            int used = 0;
-            if (std::sscanf(a->shard.c_str(), "%d/%d%n", &si, &sn, &used) != 2 ||
-                used != static_cast<int>(a->shard.size()))
-              throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
-            const Sweep sw = load_sweep(a->file);
-            const bool tty = isatty(fileno(stderr));
-            const auto start = std::chrono::steady_clock::now();
-            const auto results = run_sweep(sw, a->jobs, si, sn, [&](int done, int total) {
+  return {
+      c, [a] {
+        int si = 0, sn = 1;
+        int used = 0;
+        if (std::sscanf(a->shard.c_str(), "%d/%d%n", &si, &sn, &used) != 2 ||
+            used != static_cast<int>(a->shard.size()))
+          throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
+        const Sweep sw = load_sweep(a->file);
+        const bool tty = isatty(fileno(stderr));
+        const auto start = std::chrono::steady_clock::now();
+        const auto results =
+            run_sweep(sw, a->jobs > 0 ? a->jobs : default_jobs(), si, sn, [&](int done, int total) {
               const int width = 40, filled = total ? width * done / total : width;
               const double elapsed =
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -188,19 +194,19 @@ Command sweep_command(CLI::App& app) {
                          std::string(width - filled, '.'), done, total, rate, elapsed, eta);
               if (!tty || done == total) fmt::print(stderr, "\n");
             });
-            const std::string stem =
-                sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
-            OutputFiles files;
-            files.stage(a->csv.empty() ? stem + ".csv" : a->csv, sweep_csv(sw, results));
-            files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
-            files.commit();
-            int failed = 0;
-            for (const PointResult& r : results) failed += !r.ok;
-            fmt::print(
-                "{} points run ({} could not: see the error column), {} points in the "
-                "sweep\n",
-                results.size(), failed, sw.points.size());
-          }};
+        const std::string stem =
+            sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
+        OutputFiles files;
+        files.stage(a->csv.empty() ? stem + ".csv" : a->csv, sweep_csv(sw, results));
+        files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
+        files.commit();
+        int failed = 0;
+        for (const PointResult& r : results) failed += !r.ok;
+        fmt::print(
+            "{} points run ({} could not: see the error column), {} points in the "
+            "sweep\n",
+            results.size(), failed, sw.points.size());
+      }};
 }
 
 }  // namespace tpusim::cli

@@ -35,6 +35,12 @@ class Hbm : public sc_core::sc_module {
   int64_t write_bytes() const { return write_bytes_; }
   // The cycle (fractional) at which the pipe is next free.
   double free_at() const { return free_at_; }
+  // A kernel call replayed (engine.cpp): the pipe frees at `free_at`, having moved the bytes.
+  void replay(double free_at, int64_t read_bytes, int64_t write_bytes) {
+    free_at_ = free_at;
+    read_bytes_ += read_bytes;
+    write_bytes_ += write_bytes;
+  }
   // The fast-forward's jump (steady_state.h): the pipe `cycles` later, having moved the bytes.
   void skip(int64_t cycles, int64_t read_bytes, int64_t write_bytes) {
     free_at_ += static_cast<double>(cycles);

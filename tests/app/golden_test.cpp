@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "app/report.h"
@@ -74,20 +75,27 @@ nlohmann::json timeline_digest(const RunResult& r) {
 
 // Every number of `now` within `rel` of its value in `golden` (relative to the larger of the two);
 // reports the worst one over `floor` (an absolute slack for values that are noise-sized).
+struct Deviation {
+  double rel = 0;
+  std::string path;
+};
+
 void expect_close(const nlohmann::json& golden, const nlohmann::json& now, double rel,
-                  const std::string& path = "") {
+                  Deviation& worst, const std::string& path = "") {
   if (golden.is_object()) {
     for (const auto& [k, v] : golden.items()) {
       ASSERT_TRUE(now.contains(k)) << path << "/" << k;
-      expect_close(v, now.at(k), rel, path + "/" + k);
+      expect_close(v, now.at(k), rel, worst, path + "/" + k);
     }
   } else if (golden.is_array()) {
     ASSERT_EQ(golden.size(), now.size()) << path;
     for (size_t i = 0; i < golden.size(); ++i)
-      expect_close(golden[i], now[i], rel, path + "[" + std::to_string(i) + "]");
+      expect_close(golden[i], now[i], rel, worst, path + "[" + std::to_string(i) + "]");
   } else if (golden.is_number()) {
     const double a = golden.get<double>(), b = now.get<double>();
-    EXPECT_LE(std::abs(a - b), rel * std::max(std::abs(a), std::abs(b))) << path;
+    const double d = std::abs(a - b), scale = std::max(std::abs(a), std::abs(b));
+    EXPECT_LE(d, rel * scale) << path;
+    if (d > worst.rel * scale) worst = {d / scale, path};
   } else {
     EXPECT_EQ(golden, now) << path;
   }
@@ -156,10 +164,13 @@ TEST_F(Golden, EveryScenarioStep) { expect_golden("scenarios.json", scenario_res
 // every number of every kernel and scenario within 0.1%.
 TEST(FastForward, MatchesTheFullSimulationWithinATenthOfAPercent) {
   ASSERT_TRUE(SimOptions::default_fast_forward());
+  Deviation kernels, scenarios;
   expect_close(nlohmann::json::parse(read_file(kGoldenDir + "kernels.json")), kernel_results(),
-               1e-3);
+               1e-3, kernels);
   expect_close(nlohmann::json::parse(read_file(kGoldenDir + "scenarios.json")), scenario_results(),
-               1e-3);
+               1e-3, scenarios);
+  std::cout << "largest deviation from the full simulation: kernels " << kernels.rel << " at "
+            << kernels.path << "; scenarios " << scenarios.rel << " at " << scenarios.path << "\n";
 }
 
 }  // namespace
