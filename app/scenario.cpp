@@ -207,6 +207,16 @@ Scenario load_scenario(const std::string& f, LoadChecks checks) {
   return load_scenario(yaml_load_file(f), f, checks);
 }
 
+StepPrediction predict_scenario(const YAML::Node& root, const std::string& file) {
+  const Scenario s = load_scenario(root, file, LoadChecks::file);
+  try {
+    return predict_step(s.step);
+  } catch (const ConfigError&) {
+    load_scenario(root, file);  // the same check, naming the file's line and key
+    throw;
+  }
+}
+
 Scenario load_scenario(const YAML::Node& root, const std::string& f, LoadChecks checks) {
   const YamlMap top(f, root, "", schema().at(""));
   Scenario s;

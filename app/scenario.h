@@ -38,6 +38,10 @@ Scenario load_scenario(const std::string& file, LoadChecks checks = LoadChecks::
 Scenario load_scenario(const YAML::Node& root, const std::string& file,
                        LoadChecks checks = LoadChecks::kernels);
 
+// The scenario's step predicted, its kernels checked once, as they are built: a configuration
+// error names the file, line and key as load_scenario does.
+StepPrediction predict_scenario(const YAML::Node& root, const std::string& file);
+
 // A micro-benchmark table (a `rows:` list of kernel or collective timings, calibrate's data)
 // rather than a training-step scenario; such tables live beside the scenarios.
 // Whether a scenario file may set this key path ("seq", "mesh.tensor", "remat.custom.context").

@@ -61,7 +61,7 @@ std::vector<double> point_metrics(const Sweep& s, const SweepPoint& p) {
     return {r.time_s, r.flops / r.time_s / 1e12, static_cast<double>(r.hbm_bytes()),
             static_cast<double>(r.vmem_peak_bytes)};
   }
-  const StepPrediction pred = predict_step(load_scenario(p.scenario, s.base_file).step);
+  const StepPrediction pred = predict_scenario(p.scenario, s.base_file);
   return {pred.step_time_s,
           pred.tokens_per_s_per_chip,
           pred.tflops_per_s_per_chip,

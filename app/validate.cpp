@@ -12,6 +12,7 @@
 #include "app/version.h"
 #include "app/worker_pool.h"
 #include "models/chip_loader.h"
+#include "models/yaml_errors.h"
 
 namespace tpusim {
 
@@ -100,15 +101,9 @@ Validation validate(const std::vector<std::string>& paths, int jobs,
       static_cast<int>(scenarios.size()), jobs,
       [&](int i) {
         const auto start = std::chrono::steady_clock::now();
-        StepPrediction p;
-        try {
-          p = predict_step(scenarios[i].step);
-        } catch (const ConfigError&) {
-          load_scenario(scenarios[i].file);  // the same check, naming the file's line and key
-          throw;
-        }
+        const std::string& file = scenarios[i].file;
         const nlohmann::json j = {
-            {"prediction", p},
+            {"prediction", predict_scenario(yaml_load_file(file), file)},
             {"seconds",
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
         return j.dump();

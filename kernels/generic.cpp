@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "sim/error.h"
 #include "sim/ir/validate.h"
 
@@ -44,8 +48,10 @@ std::shared_ptr<const Kernel> pallas_matmul(const MatmulShape& s) {
 // The largest tile edge the XLA dot tiling considers.
 constexpr int64_t kMaxXlaDotTile = 2048;
 
-std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
-                                      DType dtype) {
+namespace {
+
+std::shared_ptr<const Kernel> choose_xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
+                                             DType dtype) {
   // Tiles need not divide the operands: XLA pads them to a tile multiple (the last tile is
   // partial), so an awkward dimension such as a 128256-entry vocabulary still gets wide tiles.
   // Tiles are whole lane widths (the (8, 128) layout), up to 2048. On v6e, whose MXU is 256
@@ -71,8 +77,8 @@ std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k
         // operand traffic (x is re-read per column tile, y per row tile).
         const double traffic = elem * (static_cast<double>(pm) * pk * (pn / bn) +
                                        static_cast<double>(pk) * pn * (pm / bm));
-        const double time =
-            std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops, traffic / chip.hbm_effective_bytes_per_s());
+        const double time = std::max(2.0 * pm * pk * pn / chip.peak_bf16_flops,
+                                     traffic / chip.hbm_effective_bytes_per_s());
         const bool better = best.m == 0 || time < best_time ||
                             (time == best_time &&
                              (traffic < best_traffic || (traffic == best_traffic && bk > best.bk)));
@@ -87,6 +93,33 @@ std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k
                             format_bytes(chip.scoped_vmem_bytes)));
   return matmul_nest(fmt::format("xla dot {}x{}x{} ({},{},{})", m, k, n, best.bm, best.bk, best.bn),
                      Origin::xla, best);
+}
+
+}  // namespace
+
+std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
+                                      DType dtype) {
+  // The choice builds a kernel per candidate tiling, and a training step asks for the same few
+  // dots many times (and a sweep for the same ones at every point): remember the answers, by
+  // every input the choice reads.
+  using Key = std::tuple<int64_t, int64_t, int64_t, DType, int64_t, double, double>;
+  static std::mutex mutex;
+  static std::map<Key, std::shared_ptr<const Kernel>> chosen;
+  const Key key{m,
+                k,
+                n,
+                dtype,
+                chip.scoped_vmem_bytes,
+                chip.peak_bf16_flops,
+                chip.hbm_effective_bytes_per_s()};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+  }
+  auto kernel = choose_xla_dot(chip, m, k, n, dtype);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (chosen.size() > 4096) chosen.clear();
+  return chosen.emplace(key, std::move(kernel)).first->second;
 }
 
 std::shared_ptr<const Kernel> elementwise_scale(int64_t rows, int64_t cols, int64_t block_rows,

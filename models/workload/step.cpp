@@ -102,9 +102,14 @@ Program one_of_each_part(const StepConfig& c) {
 }
 
 StepPrediction predict_step(const StepConfig& c) {
-  check_config(c);  // the parts are checked as they are built
+  check_config(c);
   const LocalSizes l = c.local();
   const ModelConfig& m = c.model;
+  // Every part is built and checked before any is simulated, so a configuration whose kernels
+  // cannot exist fails at once.
+  const Program attention = m.attention_layers() > 0 ? attention_part(c, l) : Program{};
+  const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
+  const Program logits = logits_part(c, l), update = optimizer_part(c);
   StepPrediction out;
   auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
                    bool attention) {
@@ -116,16 +121,14 @@ StepPrediction predict_step(const StepConfig& c) {
     out.parts.push_back(part);
   };
   if (m.attention_layers() > 0)
-    layer("attention layer", m.attention_layers(), attention_part(c, l), m.attention_layer_params(),
-          true);
-  if (m.gdn_layers() > 0)
-    layer("gdn layer", m.gdn_layers(), gdn_part(c, l), m.gdn_layer_params(), false);
-  StepPart emb = simulate_part(c, "embedding + logits", 1, logits_part(c, l), /*in_backward=*/true);
+    layer("attention layer", m.attention_layers(), attention, m.attention_layer_params(), true);
+  if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), false);
+  StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
   emb.collective_s = emb.exposed_s =
       layer_collectives(c, m.embedding_params(), false, emb.forward_s, emb.backward_s).total_s;
   out.parts.push_back(emb);
-  out.parts.push_back(simulate_part(c, "optimizer", 1, optimizer_part(c), /*in_backward=*/false));
+  out.parts.push_back(simulate_part(c, "optimizer", 1, update, /*in_backward=*/false));
   if (c.mesh.data > 1) {
     StepPart dcn;
     dcn.name = "data-parallel gradient all-reduce (DCN)";
