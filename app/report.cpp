@@ -143,47 +143,58 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
   return j;
 }
 
-nlohmann::json chrome_trace(const RunResult& r) {
-  using nlohmann::json;
-  const double us_per_cycle = 1e6 / r.clock_hz;
-  json events = json::array();
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 0},
-                    {"tid", 0},
-                    {"args", {{"name", "tpusim " + r.chip}}}});
-  for (size_t u = 0; u < r.units.size(); ++u) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", u},
-                      {"args", {{"name", r.units[u].name}}}});
-    events.push_back({{"name", "thread_sort_index"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", u},
-                      {"args", {{"sort_index", u}}}});
+void write_chrome_trace(const RunResult& r, std::ostream& out) {
+  // Written event by event (a document of millions of events would need gigabytes): strings are
+  // escaped once each, by the JSON library, and numbers in their shortest exact form.
+  auto quoted = [](const std::string& s) { return json_text(nlohmann::json(s)); };
+  std::vector<std::string> labels, items, stages;
+  for (const std::string& l : r.labels) labels.push_back(quoted(l));
+  for (const ItemResult& i : r.items) {
+    items.push_back(quoted(i.name));
+    stages.push_back(quoted(i.stage));
   }
-  for (const TimelineEvent& e : r.events) {
-    json args;
+  const double us_per_cycle = 1e6 / r.clock_hz;
+  fmt::memory_buffer buf;
+  auto flush = [&] {
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.clear();
+  };
+  auto meta = [&](const char* name, size_t tid, const std::string& args) {
+    fmt::format_to(std::back_inserter(buf),
+                   R"({{"args":{},"name":"{}","ph":"M","pid":0,"tid":{}}},)", args, name, tid);
+  };
+  fmt::format_to(std::back_inserter(buf), R"({{"displayTimeUnit":"ns","traceEvents":[)");
+  meta("process_name", 0, fmt::format(R"({{"name":{}}})", quoted("tpusim " + r.chip)));
+  for (size_t u = 0; u < r.units.size(); ++u) {
+    meta("thread_name", u, fmt::format(R"({{"name":{}}})", quoted(r.units[u].name)));
+    meta("thread_sort_index", u, fmt::format(R"({{"sort_index":{}}})", u));
+  }
+  for (size_t i = 0; i < r.events.size(); ++i) {
+    const TimelineEvent& e = r.events[i];
+    auto it = std::back_inserter(buf);
+    fmt::format_to(it, R"({{"args":{{)");
+    const char* sep = "";
+    if (e.cause != Cause::busy) {
+      fmt::format_to(it, R"("cause":"{}")", name(e.cause));
+      sep = ",";
+    }
     if (e.item >= 0) {
       const ItemResult& item = r.items[e.item];
-      args["item"] = item.name;
-      args["stage"] = item.stage;
-      const int k = item.kernel;
-      if (e.step >= 0 && k >= 0) args["grid"] = unflatten(e.step, r.kernels[k].grid);
+      if (e.step >= 0 && item.kernel >= 0)
+        fmt::format_to(it, R"({}"grid":[{}])", sep,
+                       fmt::join(unflatten(e.step, r.kernels[item.kernel].grid), ","));
+      fmt::format_to(it, R"({}"item":{},"stage":{})", e.step >= 0 && item.kernel >= 0 ? "," : sep,
+                     items[e.item], stages[e.item]);
     }
-    if (e.cause != Cause::busy) args["cause"] = std::string(name(e.cause));
-    events.push_back({{"name", r.labels[e.label]},
-                      {"cat", e.cause == Cause::busy ? "op" : "stall"},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", e.unit},
-                      {"ts", e.start * us_per_cycle},
-                      {"dur", (e.end - e.start) * us_per_cycle},
-                      {"args", args}});
+    fmt::format_to(it, R"(}},"cat":"{}","dur":{},"name":{},"ph":"X","pid":0,"tid":{},"ts":{}}}{})",
+                   e.cause == Cause::busy ? "op" : "stall", (e.end - e.start) * us_per_cycle,
+                   labels[e.label], e.unit, e.start * us_per_cycle,
+                   i + 1 < r.events.size() ? "," : "");
+    if (buf.size() > (1 << 20)) flush();
   }
-  return json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  if (r.events.empty() && buf.size() > 0 && buf[buf.size() - 1] == ',') buf.resize(buf.size() - 1);
+  fmt::format_to(std::back_inserter(buf), "]}}\n");
+  flush();
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {
@@ -191,7 +202,12 @@ std::string json_text(const nlohmann::json& j, int indent) {
 }
 
 void OutputFiles::stage(const std::string& path, std::string content, std::string how_to_open) {
-  files_.push_back({path, std::move(content), std::move(how_to_open)});
+  files_.push_back({path, std::move(content), std::move(how_to_open), {}});
+}
+
+void OutputFiles::stage(const std::string& path, std::function<void(std::ostream&)> write,
+                        std::string how_to_open) {
+  files_.push_back({path, "", std::move(how_to_open), std::move(write)});
 }
 
 namespace {
@@ -223,7 +239,10 @@ void OutputFiles::commit() {
   for (const File& file : files_) {
     const std::string tmp = file.path + ".tmp";
     std::ofstream f(tmp, std::ios::binary);
-    f << file.content;
+    if (file.write)
+      file.write(f);
+    else
+      f << file.content;
     f.close();
     temps.push_back(tmp);
     if (!f) {
@@ -241,7 +260,8 @@ void OutputFiles::commit() {
     }
   }
   for (const File& file : files_)
-    fmt::print(stderr, "wrote {} ({}){}\n", file.path, size_text(file.content.size()),
+    fmt::print(stderr, "wrote {} ({}){}\n", file.path,
+               size_text(std::filesystem::file_size(file.path)),
                file.how_to_open.empty() ? "" : ": " + file.how_to_open);
   files_.clear();
 }

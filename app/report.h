@@ -2,7 +2,9 @@
 // trace-event JSON (opens in Perfetto: one named track per unit, ts in microseconds). Output files
 // are staged and only written once everything succeeded, so a failed run leaves no partial files.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,12 +31,16 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);
 // `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
 
-nlohmann::json chrome_trace(const RunResult& r);
+// The Chrome trace-event JSON of a run, written as it goes: memory does not grow with the trace.
+void write_chrome_trace(const RunResult& r, std::ostream& out);
 
 class OutputFiles {
  public:
   // `how_to_open`: a hint printed after the file, e.g. where a trace opens.
   void stage(const std::string& path, std::string content, std::string how_to_open = "");
+  // A file too large to hold in memory: `write` streams it into the temporary file at commit.
+  void stage(const std::string& path, std::function<void(std::ostream&)> write,
+             std::string how_to_open = "");
   // Writes each staged file to a temporary name, then renames all of them into place, and says
   // on stderr what was written: "wrote PATH (SIZE)".
   void commit();
@@ -42,6 +48,7 @@ class OutputFiles {
  private:
   struct File {
     std::string path, content, how_to_open;
+    std::function<void(std::ostream&)> write;
   };
   std::vector<File> files_;
 };

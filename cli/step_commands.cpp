@@ -112,8 +112,10 @@ Command run_command(CLI::App& app) {
         if (!a->out.trace.empty()) {
           ChipSpec chip = sc.step.chip;
           chip.host_dispatch_s = 0;
-          const RunResult r = simulate(chip, one_of_each_part(sc.step), {.record_timeline = true});
-          files.stage(a->out.trace, json_text(chrome_trace(r)) + "\n");
+          auto r = std::make_shared<const RunResult>(
+              simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
+          files.stage(
+              a->out.trace, [r](std::ostream& o) { write_chrome_trace(*r, o); }, kTraceViewer);
         }
         files.commit();
         std::cout << step_summary_text(sc, p) << batch_split_text(sc.step, split);

@@ -13,13 +13,21 @@ void Recorder::move_into(RunResult& r) {
   for (int c = 0; c < kNumCauses; ++c) labels.emplace_back(name(static_cast<Cause>(c)));
   for (auto& l : r.labels) labels.push_back(std::move(l));
   r.labels = std::move(labels);
-  for (TimelineEvent& e : events_)
-    if (e.cause == Cause::busy) e.label += kNumCauses;
-  std::stable_sort(events_.begin(), events_.end(),
-                   [](const TimelineEvent& a, const TimelineEvent& b) {
-                     return a.unit != b.unit ? a.unit < b.unit : a.start < b.start;
-                   });
-  r.events = std::move(events_);
+  size_t total = 0;
+  for (const auto& unit : events_) total += unit.size();
+  r.events.clear();
+  r.events.reserve(total);
+  for (auto& unit : events_) {
+    auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.start < b.start;
+    };
+    if (!std::is_sorted(unit.begin(), unit.end(), by_start))
+      std::stable_sort(unit.begin(), unit.end(), by_start);
+    for (TimelineEvent& e : unit)
+      if (e.cause == Cause::busy) e.label += kNumCauses;
+    r.events.insert(r.events.end(), unit.begin(), unit.end());
+    Timeline().swap(unit);  // freed as it goes: one copy of the timeline at most
+  }
 }
 
 std::string_view name(Cause c) {

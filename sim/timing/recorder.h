@@ -26,6 +26,7 @@ class Recorder {
   int add_unit(std::string name, UnitKind kind, int core) {
     units_.push_back({std::move(name), kind, core});
     busy_.push_back(0);
+    events_.emplace_back();
     return static_cast<int>(units_.size() - 1);
   }
   int label(std::string_view text) {
@@ -39,16 +40,16 @@ class Recorder {
   void busy(int unit, int64_t start, int64_t end, int label, const EventTag& tag) {
     busy_[unit] += end - start;
     if (keep_events_)
-      events_.push_back({.start = start,
-                         .end = end,
-                         .step = tag.step,
-                         .unit = unit,
-                         .label = label,
-                         .item = tag.item,
-                         .op = tag.op,
-                         .body = static_cast<int16_t>(tag.body),
-                         .operand = static_cast<int16_t>(tag.operand),
-                         .cause = Cause::busy});
+      events_[unit].push_back({.start = start,
+                               .end = end,
+                               .step = tag.step,
+                               .unit = unit,
+                               .label = label,
+                               .item = tag.item,
+                               .op = tag.op,
+                               .body = static_cast<int16_t>(tag.body),
+                               .operand = static_cast<int16_t>(tag.operand),
+                               .cause = Cause::busy});
   }
   // Busy time without a timeline event (the caller does not record one).
   void add_busy(int unit, int64_t cycles) { busy_[unit] += cycles; }
@@ -56,13 +57,13 @@ class Recorder {
   const std::vector<int64_t>& busy_totals() const { return busy_; }
   void stall(int unit, Cause cause, int64_t start, int64_t end, int item, int64_t step) {
     if (keep_events_ && end > start)
-      events_.push_back({.start = start,
-                         .end = end,
-                         .step = step,
-                         .unit = unit,
-                         .label = static_cast<int32_t>(cause),
-                         .item = item,
-                         .cause = cause});
+      events_[unit].push_back({.start = start,
+                               .end = end,
+                               .step = step,
+                               .unit = unit,
+                               .label = static_cast<int32_t>(cause),
+                               .item = item,
+                               .cause = cause});
   }
 
   void move_into(RunResult& r);
@@ -73,7 +74,9 @@ class Recorder {
   std::vector<int64_t> busy_;
   std::vector<std::string> labels_;
   std::unordered_map<std::string, int> label_ids_;
-  std::vector<TimelineEvent> events_;
+  // Per unit, in the order reported: each unit reports in time order, so the timeline is their
+  // concatenation without a global sort.
+  std::vector<Timeline> events_;
 };
 
 // Where a TensorCore's time goes. `cursor` follows the core's SystemC time; every advance is

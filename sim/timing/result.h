@@ -10,6 +10,7 @@
 
 #include "sim/ir/kernel.h"
 #include "sim/ir/validate.h"
+#include "sim/timing/huge_page_allocator.h"
 
 namespace tpusim {
 
@@ -47,6 +48,8 @@ struct TimelineEvent {
   int16_t operand = -1;        // a DMA: its BlockSpec, the kernel's inputs then its outputs
   Cause cause = Cause::busy;
 };
+
+using Timeline = std::vector<TimelineEvent, HugePageAllocator<TimelineEvent>>;
 
 struct KernelStats {
   std::string name;
@@ -86,7 +89,7 @@ struct RunResult {
   std::vector<KernelStats> kernels;        // one per distinct kernel, in program order
   std::vector<ItemResult> items;           // per program item, in program order
   std::vector<std::string> labels;
-  std::vector<TimelineEvent> events;  // empty unless recording was requested
+  Timeline events;  // empty unless recording was requested
 
   int64_t hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
 };

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
@@ -29,11 +31,17 @@ TEST(Report, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["config"]["command"], "test");
 }
 
+std::string trace_text(const RunResult& r) {
+  std::ostringstream out;
+  write_chrome_trace(r, out);
+  return out.str();
+}
+
 TEST(Report, TraceHasNamedTracksAndMicrosecondTimes) {
   const ChipSpec chip = load_chip("v5e");
   const RunResult r = simulate_kernel(chip, kernels::pallas_matmul({512, 512, 512, 256, 256, 256}),
                                       {.record_timeline = true});
-  const nlohmann::json t = chrome_trace(r);
+  const nlohmann::json t = nlohmann::json::parse(trace_text(r));
   std::set<std::string> tracks;
   double last_end = 0;
   for (const auto& e : t["traceEvents"]) {
@@ -46,12 +54,45 @@ TEST(Report, TraceHasNamedTracksAndMicrosecondTimes) {
   EXPECT_NEAR(last_end, r.time_s * 1e6, 1e-6);
 }
 
+// Every timeline event becomes one trace event with its unit, times, label and what it belongs to.
+TEST(Report, TraceEventsCarryEachTimelineEvent) {
+  const ChipSpec chip = load_chip("v5e");
+  const RunResult r = simulate_kernel(chip, kernels::pallas_matmul({512, 512, 512, 256, 256, 256}),
+                                      {.record_timeline = true});
+  const nlohmann::json t = nlohmann::json::parse(trace_text(r));
+  std::vector<nlohmann::json> spans;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "X") spans.push_back(e);
+  ASSERT_EQ(spans.size(), r.events.size());
+  const double us = 1e6 / r.clock_hz;
+  for (size_t i = 0; i < spans.size(); i += 7) {
+    const TimelineEvent& e = r.events[i];
+    const nlohmann::json& s = spans[i];
+    EXPECT_EQ(s["tid"], e.unit);
+    EXPECT_DOUBLE_EQ(s["ts"].get<double>(), e.start * us);
+    EXPECT_DOUBLE_EQ(s["dur"].get<double>(), (e.end - e.start) * us);
+    EXPECT_EQ(s["name"], r.labels[e.label]);
+    EXPECT_EQ(s["cat"], e.cause == Cause::busy ? "op" : "stall");
+    if (e.cause != Cause::busy) {
+      EXPECT_EQ(s["args"]["cause"], std::string(name(e.cause)));
+    }
+    if (e.item >= 0) {
+      EXPECT_EQ(s["args"]["item"], r.items[e.item].name);
+    }
+    if (e.step >= 0) {  // the 2 x 2 x 2 grid: (i, j, k) of the step
+      const auto g = s["args"]["grid"].get<std::vector<int64_t>>();
+      ASSERT_EQ(g.size(), 3u);
+      EXPECT_EQ(g[0] * 4 + g[1] * 2 + g[2], e.step);
+    }
+  }
+}
+
 TEST(Report, OutputsAreByteIdenticalAcrossRuns) {
   const ChipSpec chip = load_chip("v5p");
   auto once = [&] {
     const RunResult r = simulate_kernel(
         chip, kernels::pallas_matmul({2048, 2048, 2048, 256, 512, 256}), {.record_timeline = true});
-    return result_json(r, chip, {}).dump(2) + chrome_trace(r).dump();
+    return result_json(r, chip, {}).dump(2) + trace_text(r);
   };
   EXPECT_EQ(once(), once());
 }

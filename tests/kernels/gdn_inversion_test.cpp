@@ -130,7 +130,9 @@ void expect_vjp_matches_differences(std::vector<Mat> S, const std::vector<Mat>& 
     for (int64_t i = 0; i < S[t].rows(); i += 3)
       for (int64_t j = 0; j < S[t].cols(); j += 2) {
         if (j >= i) {
-          if (strictly_lower) EXPECT_EQ(dS[t](i, j), 0.0) << "dS must be strictly lower";
+          if (strictly_lower) {
+            EXPECT_EQ(dS[t](i, j), 0.0) << "dS must be strictly lower";
+          }
           continue;
         }
         const double saved = S[t](i, j), h = 1e-5 * std::max(1.0, std::abs(saved));
