@@ -1,60 +1,19 @@
 // `tpusim chip`, `calibrate` and `bench`.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
 #include <memory>
 
+#include "app/bench.h"
 #include "app/calibrate.h"
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/version.h"
 #include "cli/commands.h"
-#include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim::cli {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void bench() {
-  const ChipSpec chip = load_chip("v5e");
-  const auto k = kernels::pallas_matmul({8192, 8192, 8192, 128, 128, 128});
-  for (bool trace : {false, true}) {
-    SimOptions opt;
-    opt.record_timeline = trace;
-    const auto t0 = std::chrono::steady_clock::now();
-    const RunResult r = simulate_kernel(chip, k, opt);
-    const double wall = seconds_since(t0);
-    const int64_t steps = k->grid_steps();
-    // Simulated events: per grid step one body schedule replay, its ops and its DMA transfers.
-    int64_t events = 0;
-    if (trace) events = static_cast<int64_t>(r.events.size());
-    fmt::print(
-        "matmul 8192^3, blocks 128^3, {} grid steps, timeline {}: wall {:.3f} s, {:.2f} M grid "
-        "steps/s{}, simulated {:.3f} ms\n",
-        steps, trace ? "on " : "off", wall, steps / wall / 1e6,
-        trace ? fmt::format(", {} timeline events ({:.2f} M/s)", events, events / wall / 1e6) : "",
-        r.time_s * 1e3);
-  }
-  // Whole training steps: every layer kind's program simulated once, as `run` and `validate` do.
-  for (const char* f : {"scenarios/calibration/c1/c1_main.yaml",
-                        "scenarios/calibration/c3/c3_07_v6e_llama3.1-70b.yaml",
-                        "scenarios/blind/b3_v5p-64_context64_1m_main.yaml"}) {
-    const Scenario s = load_scenario(repo_path(f));
-    const auto t0 = std::chrono::steady_clock::now();
-    const StepPrediction p = predict_step(s.step);
-    fmt::print("training step {}: wall {:.3f} s for a simulated {:.3f} s step\n", s.name,
-               seconds_since(t0), p.step_time_s);
-  }
-}
-
-}  // namespace
-
 namespace {
 
 // The unit of a chip parameter, from the naming convention of its key.
@@ -132,9 +91,21 @@ Command calibrate_command(CLI::App& app) {
 }
 
 Command bench_command(CLI::App& app) {
-  CLI::App* c =
-      app.add_subcommand("bench", "measure simulation speed (8192^3 matmul, 128^3 blocks)");
-  return {c, bench};
+  struct Args {
+    std::string markdown;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand(
+      "bench", "measure simulation speed: the figures of docs/performance.md on this machine");
+  c->add_option("--markdown", a->markdown, "write the table as Markdown to FILE");
+  return {c, [a] {
+            const auto figures =
+                run_bench([](const std::string& what) { fmt::print(stderr, "bench: {}\n", what); });
+            OutputFiles files;
+            if (!a->markdown.empty()) files.stage(a->markdown, bench_table(figures, true));
+            files.commit();
+            std::cout << bench_table(figures, false);
+          }};
 }
 
 }  // namespace tpusim::cli

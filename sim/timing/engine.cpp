@@ -60,6 +60,7 @@ class Chip : public sc_core::sc_module {
     r.time = cores_[0]->account().time;
     r.hbm_read_bytes = hbm_.read_bytes();
     r.hbm_write_bytes = hbm_.write_bytes();
+    r.grid_steps = grid_steps_;
     r.fast_forwarded_steps = fast_forwarded_steps_ + steady_.skipped_steps();
     for (auto& [k, idx] : kernel_index_) {
       (void)k;
@@ -135,6 +136,7 @@ class Chip : public sc_core::sc_module {
     const auto before = cores_[0]->account().time;
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
+    grid_steps_ += k.grid_steps();
     const bool fast_forward = options_.fast_forward && !rec_.keeps_events();
     // A kernel call that starts with HBM idle does not depend on when it starts: a second call
     // of the same kernel (a loop's next iteration) replays the first one's counters.
@@ -256,15 +258,17 @@ class Chip : public sc_core::sc_module {
   int64_t end_ = 0;
   std::map<const Kernel*, int> kernel_index_;
   std::map<std::pair<const Kernel*, bool>, Replay> replays_;
-  int64_t fast_forwarded_steps_ = 0;
+  int64_t grid_steps_ = 0, fast_forwarded_steps_ = 0;
   std::vector<KernelCounters> counters_;
 };
 
 std::atomic<bool> fast_forward_default{true};
+std::atomic<int64_t> total_runs{0}, total_steps{0}, total_skipped{0}, total_events{0};
 
 }  // namespace
 
 bool SimOptions::default_fast_forward() { return fast_forward_default; }
+EngineTotals engine_totals() { return {total_runs, total_steps, total_skipped, total_events}; }
 void SimOptions::set_default_fast_forward(bool on) { fast_forward_default = on; }
 
 void validate(const ChipSpec& chip, const Program& program) {
@@ -318,6 +322,10 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
   delete context;
   rec.move_into(r);
   r.time_s = chip.cycles_to_s(r.cycles);
+  total_runs += 1;
+  total_steps += r.grid_steps;
+  total_skipped += r.fast_forwarded_steps;
+  total_events += static_cast<int64_t>(r.events.size());
   for (const KernelStats& k : r.kernels)
     r.vmem_peak_bytes = std::max(r.vmem_peak_bytes, k.vmem.total_bytes);
   return r;

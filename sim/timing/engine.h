@@ -19,6 +19,12 @@ struct SimOptions {
   static void set_default_fast_forward(bool on);
 };
 
+// What every simulation of this process has done so far (tpusim bench's figures).
+struct EngineTotals {
+  int64_t runs = 0, grid_steps = 0, fast_forwarded_steps = 0, events = 0;
+};
+EngineTotals engine_totals();
+
 // The static checks of every kernel and collective of a program: block shapes, VMEM against the
 // kernel's limit (VmemError), collective sizes. Throws Error on the first problem.
 void validate(const ChipSpec& chip, const Program& program);

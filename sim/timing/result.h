@@ -82,7 +82,8 @@ struct RunResult {
   int64_t mxu_pass_flops = 0;  // as issued to the MXUs, counting every precision pass
   int64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   int64_t vmem_peak_bytes = 0;
-  int64_t fast_forwarded_steps = 0;  // grid steps jumped over or replayed instead of simulated
+  int64_t grid_steps = 0;            // every grid step of every kernel call
+  int64_t fast_forwarded_steps = 0;  // of them: jumped over or replayed instead of simulated
   std::vector<UnitInfo> units;
   std::vector<int64_t> unit_busy;          // cycles, per unit
   std::array<int64_t, kNumCauses> time{};  // TensorCore 0: sums exactly to `cycles`

@@ -1,0 +1,165 @@
+#include "app/bench.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "app/report.h"
+#include "app/scenario.h"
+#include "app/sweep.h"
+#include "app/timeline_layout.h"
+#include "app/validate.h"
+#include "app/worker_pool.h"
+#include "kernels/catalog.h"
+#include "kernels/gdn/layer.h"
+#include "kernels/generic.h"
+#include "models/chip_loader.h"
+#include "sim/error.h"
+#include "sim/timing/engine.h"
+
+namespace tpusim {
+namespace {
+
+constexpr const char* kB3 = "scenarios/blind/b3_v5p-64_context64_1m_main.yaml";
+const kernels::MatmulShape kMatmul{8192, 8192, 8192, 128, 128, 128};
+
+// Times `work` (the median of three runs when one takes under a second: short figures are noisy
+// on a shared machine) and fills the figure with what the engine did in one run.
+template <typename Work>
+BenchFigure measure(std::string what, double target_s, Work work) {
+  BenchFigure f;
+  std::vector<double> walls;
+  EngineTotals before, after;
+  while (walls.size() < 3) {
+    before = engine_totals();
+    const auto t0 = std::chrono::steady_clock::now();
+    f.note = work();
+    walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    after = engine_totals();
+    if (walls.back() >= 1) break;
+  }
+  std::sort(walls.begin(), walls.end());
+  f.wall_s = walls[walls.size() / 2];
+  if (walls.size() > 1) f.note += (f.note.empty() ? "" : ", ") + std::string("median of 3");
+  f.what = std::move(what);
+  f.target_s = target_s;
+  f.grid_steps = after.grid_steps - before.grid_steps;
+  f.fast_forwarded_steps = after.fast_forwarded_steps - before.fast_forwarded_steps;
+  f.events = after.events - before.events;
+  return f;
+}
+
+// The 8192^3 trace written by a child process (to the null device), and the child's peak memory.
+std::string trace_peak_memory() {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("bench: cannot fork");
+  if (pid == 0) {
+    const RunResult r = simulate_kernel(load_chip("v5e"), kernels::pallas_matmul(kMatmul),
+                                        {.record_timeline = true});
+    std::ofstream out("/dev/null");
+    write_chrome_trace(r, out);
+    _exit(out ? 0 : 1);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Error("bench: the trace writer failed");
+  return fmt::format("peak memory {:.0f} MB (target 500)", usage.ru_maxrss / 1024.0);
+}
+
+std::string seconds(double s) {
+  return s < 1 ? fmt::format("{:.3f}", s) : fmt::format("{:.2f}", s);
+}
+
+}  // namespace
+
+std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>& started) {
+  std::vector<BenchFigure> out;
+  auto add = [&](std::string what, double target, auto work) {
+    started(what);
+    out.push_back(measure(std::move(what), target, work));
+  };
+  const ChipSpec v5e = load_chip("v5e");
+  const auto matmul = kernels::pallas_matmul(kMatmul);
+  add("8192^3 matmul, 128^3 blocks, no timeline", 0.05, [&] {
+    return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3);
+  });
+  add("8192^3 matmul, 128^3 blocks, recording its timeline", 0.3, [&] {
+    simulate_kernel(v5e, matmul, {.record_timeline = true});
+    return std::string();
+  });
+  add("8192^3 matmul: its trace written (a child process)", 0, trace_peak_memory);
+
+  // The GUI's re-simulation: the program built, simulated with its timeline, laid out in lanes.
+  const kernels::CatalogEntry& layer = kernels::find_kernel("gdn-layer");
+  double slowest = 0;
+  for (kernels::gdn::Build b : kernels::gdn::kBuilds) {
+    kernels::KnobValues v = layer.defaults();
+    v.set("build", kernels::gdn::name(b));
+    const std::string what =
+        "GUI: gdn-layer " + kernels::gdn::name(b) + " on v5e with its timeline";
+    add(what, 0.05, [&] {
+      const RunResult r = simulate(v5e, layer.program(v5e, v), {.record_timeline = true});
+      return fmt::format("{} lanes", layout_lanes(r).events.size());
+    });
+    slowest = std::max(slowest, out.back().wall_s);
+  }
+
+  const Scenario b3 = load_scenario(repo_path(kB3));
+  add("B3 step: 1,048,576 tokens, context 64, v5p-64", 0.3,
+      [&] { return fmt::format("step {:.3f} s", predict_step(b3.step).step_time_s); });
+  Scenario flat = b3;  // the same chips and sequence, each chip holding a whole sequence
+  flat.step.mesh.fsdp *= flat.step.mesh.context;
+  flat.step.mesh.context = 1;
+  add("B3 step without context parallelism (fsdp 64)", 2.0,
+      [&] { return fmt::format("step {:.3f} s", predict_step(flat.step).step_time_s); });
+
+  const int jobs = default_jobs();
+  add("validate: every calibration and blind scenario", 5.0, [&] {
+    const Validation v = validate(default_validation_paths(), jobs);
+    return fmt::format("{} rows, {} blind, {} workers", v.rows.size(), v.blind.size(), jobs);
+  });
+  const Sweep sweep = load_sweep(repo_path("scenarios/sweeps/gdn_knob_grid.yaml"));
+  add("sweep: the GDN knob grid (scenarios/sweeps/gdn_knob_grid.yaml)", 20.0, [&] {
+    const auto results = run_sweep(sweep, jobs, 0, 1, [](int, int) {});
+    return fmt::format("{} points, {} workers", results.size(), jobs);
+  });
+  return out;
+}
+
+std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown) {
+  std::string out;
+  if (markdown)
+    out +=
+        "| figure | target (s) | wall (s) | grid steps | of them fast-forwarded | steps/s | "
+        "events/s | note |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const BenchFigure& f : figures) {
+    const std::string target = f.target_s > 0 ? seconds(f.target_s) : "";
+    const std::string rate =
+        f.grid_steps > 0 ? fmt::format("{:.2f} M", f.grid_steps / f.wall_s / 1e6) : "";
+    const std::string events =
+        f.events > 0 ? fmt::format("{:.2f} M", f.events / f.wall_s / 1e6) : "";
+    const std::string ff =
+        f.grid_steps > 0 ? fmt::format("{:.1f}%", 100.0 * f.fast_forwarded_steps / f.grid_steps)
+                         : "";
+    if (markdown)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", f.what, target,
+                         seconds(f.wall_s), f.grid_steps > 0 ? std::to_string(f.grid_steps) : "",
+                         ff, rate, events, f.note);
+    else
+      out += fmt::format("{:<64} {:>7} s{}  {}{}{}{}\n", f.what, seconds(f.wall_s),
+                         target.empty() ? "" : " (target " + target + ")",
+                         rate.empty() ? "" : rate + " grid steps/s (" + ff + " fast-forwarded)  ",
+                         events.empty() ? "" : events + " events/s  ", f.note,
+                         f.grid_steps == 0 && f.events == 0 && f.note.empty() ? "" : "");
+  }
+  return out;
+}
+
+}  // namespace tpusim
