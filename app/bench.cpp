@@ -61,7 +61,7 @@ std::string trace_peak_memory() {
   if (pid < 0) throw Error("bench: cannot fork");
   if (pid == 0) {
     const RunResult r = simulate_kernel(load_chip("v5e"), kernels::pallas_matmul(kMatmul),
-                                        {.record_timeline = true});
+                                        {.record_timeline = true, .fast_forward = false});
     std::ofstream out("/dev/null");
     write_chrome_trace(r, out);
     _exit(out ? 0 : 1);
@@ -90,11 +90,15 @@ std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>
   add("8192^3 matmul, 128^3 blocks, no timeline", 0.05, [&] {
     return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3);
   });
-  add("8192^3 matmul, 128^3 blocks, recording its timeline", 0.3, [&] {
+  add("8192^3 matmul, recording all its events (every step simulated)", 0.3, [&] {
+    simulate_kernel(v5e, matmul, {.record_timeline = true, .fast_forward = false});
+    return std::string();
+  });
+  add("8192^3 matmul: all its events written as a trace (a child process)", 0, trace_peak_memory);
+  add("8192^3 matmul, its timeline with the fast-forward's spans", 0, [&] {
     simulate_kernel(v5e, matmul, {.record_timeline = true});
     return std::string();
   });
-  add("8192^3 matmul: its trace written (a child process)", 0, trace_peak_memory);
 
   // The GUI's re-simulation: the program built, simulated with its timeline, laid out in lanes.
   const kernels::CatalogEntry& layer = kernels::find_kernel("gdn-layer");

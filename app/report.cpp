@@ -187,9 +187,11 @@ void write_chrome_trace(const RunResult& r, std::ostream& out) {
                      items[e.item], stages[e.item]);
     }
     fmt::format_to(it, R"(}},"cat":"{}","dur":{},"name":{},"ph":"X","pid":0,"tid":{},"ts":{}}}{})",
-                   e.cause == Cause::busy ? "op" : "stall", (e.end - e.start) * us_per_cycle,
-                   labels[e.label], e.unit, e.start * us_per_cycle,
-                   i + 1 < r.events.size() ? "," : "");
+                   e.op == kFastForwardedSpan ? "fast-forward"
+                   : e.cause == Cause::busy   ? "op"
+                                              : "stall",
+                   (e.end - e.start) * us_per_cycle, labels[e.label], e.unit,
+                   e.start * us_per_cycle, i + 1 < r.events.size() ? "," : "");
     if (buf.size() > (1 << 20)) flush();
   }
   if (r.events.empty() && buf.size() > 0 && buf[buf.size() - 1] == ',') buf.resize(buf.size() - 1);

@@ -49,6 +49,7 @@ Rgb unit_colour(UnitKind k) {
 }
 
 Rgb event_colour(const RunResult& r, const TimelineEvent& e) {
+  if (e.op == kFastForwardedSpan) return {70, 150, 170};
   return e.cause == Cause::busy ? unit_colour(r.units[e.unit].kind) : cause_colour(e.cause);
 }
 
@@ -62,6 +63,7 @@ TimelineLanes layout_lanes(const RunResult& r) {
     if (x.end == 0) x.begin = i;
     x.end = i + 1;
     x.longest = std::max(x.longest, e.end - e.start);
+    if (e.op == kFastForwardedSpan) l.fast_forwarded.push_back(i);
   }
   for (size_t u = 0; u < r.units.size(); ++u)
     if (l.events[u].end > 0) {

@@ -28,6 +28,8 @@ struct TimelineLanes {
   std::vector<int> lane_of;       // per unit: its lane, -1 without events
   std::vector<int> unit_of;       // per lane: its unit
   std::vector<LaneIndex> events;  // per unit
+  // Indices in RunResult::events of the spans the engine jumped over (kFastForwardedSpan).
+  std::vector<size_t> fast_forwarded;
   int count() const { return static_cast<int>(unit_of.size()); }
 };
 // Events must be sorted by unit, then start (as the recorder leaves them).

@@ -12,6 +12,7 @@
 #include "gui/window.h"
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
+#include "sim/timing/engine.h"
 
 namespace {
 
@@ -43,11 +44,16 @@ int main(int argc, char** argv) {
                  "run the scenario's GDN layers in this build instead of the file's");
   app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
       ->expected(2);
+  bool no_fast_forward = false;
+  app.add_flag("--no-fast-forward", no_fast_forward,
+               "draw every grid step (by default spans that repeat the steps before them are "
+               "jumped over and marked)");
   // Every knob of every catalog kernel; a flag sets it in both the shown and the compared kernel.
   KnobOptions knobs;
   knobs.add_union(&app, kernels::catalog());
   if (const auto stop = parse_command_line(app, "tpusim-gui", argc, argv)) return *stop;
 
+  SimOptions::set_default_fast_forward(!no_fast_forward);
   auto fail = [](const std::string& what) {
     std::fprintf(stderr, "tpusim-gui: error: %s\n", what.c_str());
     return 2;

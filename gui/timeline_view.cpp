@@ -106,6 +106,10 @@ void legend() {
     ImGui::TextUnformatted(std::string(name(cause)).c_str());
     ImGui::SameLine();
   }
+  ImGui::ColorButton("fast-forwarded", ImGui::ColorConvertU32ToFloat4(IM_COL32(70, 150, 170, 255)),
+                     ImGuiColorEditFlags_NoTooltip, ImVec2(12, 12));
+  ImGui::SameLine();
+  ImGui::TextUnformatted("fast-forwarded (steps that repeat the ones before; --no-fast-forward)");
   ImGui::NewLine();
 }
 
@@ -173,6 +177,25 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
       dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 3),
                         colour);
   });
+  // A span the engine jumped over (its steps repeat the ones before it) is a band across the
+  // lanes of its core and the shared ones.
+  for (size_t i : lanes.fast_forwarded) {
+    const TimelineEvent& e = r.events[i];
+    if (e.end < st.from || e.start > st.to) continue;
+    const float x0 = std::max(f.x_of(e.start), f.origin.x + kLabelWidth),
+                x1 = std::min(f.x_of(e.end), f.origin.x + f.width);
+    const int core = r.units[e.unit].core;
+    for (int lane = 0; lane < lanes.count(); ++lane) {
+      const int c = r.units[lanes.unit_of[lane]].core;
+      if (c != core && c >= 0) continue;
+      const float y = f.lane_y(lane);
+      dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 3),
+                        IM_COL32(70, 150, 170, 140));
+    }
+    if (x1 - x0 > 140)
+      dl->AddText(ImVec2(x0 + 4, f.lane_y(lanes.lane_of[e.unit]) + 3), IM_COL32(255, 255, 255, 255),
+                  "fast-forwarded");
+  }
   if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
     tooltip(r, *e, program);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;

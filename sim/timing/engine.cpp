@@ -137,14 +137,14 @@ class Chip : public sc_core::sc_module {
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
     grid_steps_ += k.grid_steps();
-    const bool fast_forward = options_.fast_forward && !rec_.keeps_events();
+    const bool fast_forward = options_.fast_forward;
     // A kernel call that starts with HBM idle does not depend on when it starts: a second call
     // of the same kernel (a loop's next iteration) replays the first one's counters.
     const bool idle_start = hbm_.free_at() <= static_cast<double>(t0 + chip_.dma_latency_cycles);
     const auto key = std::make_pair(&k, loop_iteration);
     if (fast_forward && idle_start) {
       if (auto found = replays_.find(key); found != replays_.end()) {
-        replay(found->second, t0);
+        replay(found->second, t0, k, item);
         counters_[it->second].flops += found->second.flops;
         counters_[it->second].mxu_pass_flops += found->second.mxu_pass_flops;
         fast_forwarded_steps_ += k.grid_steps();
@@ -189,7 +189,7 @@ class Chip : public sc_core::sc_module {
     // The cores run on their own clocks; the one whose next transfer point is earliest goes
     // next (on a tie the later core: the order in which SystemC resumed the cores when each had
     // its own thread), so HBM sees requests in time order.
-    const bool fast_forward = options_.fast_forward && !rec_.keeps_events();
+    const bool fast_forward = options_.fast_forward;
     if (fast_forward) steady_.begin(cores, &counters_[index], chip_.dma_latency_cycles);
     for (;;) {
       TensorCore* next = nullptr;
@@ -236,9 +236,11 @@ class Chip : public sc_core::sc_module {
     r.hbm_free = hbm_.free_at() - static_cast<double>(t0);
     r.cycles = now_cycles() - t0;
   }
-  void replay(const Replay& r, int64_t t0) {
+  void replay(const Replay& r, int64_t t0, const Kernel& k, int item) {
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreAccount& a = cores_[c]->account();
+      rec_.fast_forwarded(a.scalar_unit, t0, t0 + r.cursor[c],
+                          fmt::format("replayed: {} as its first call", k.name), item);
       for (int i = 0; i < kNumCauses; ++i) a.time[i] += r.time[c][i];
       a.cursor = t0 + r.cursor[c];
     }

@@ -11,8 +11,9 @@ namespace tpusim {
 
 struct SimOptions {
   bool record_timeline = false;
-  // Jump over repeating steady-state periods of a grid (steady_state.h); off, or recording a
-  // timeline, every grid step is simulated.
+  // Jump over repeating steady-state periods of a grid (steady_state.h) and replay a kernel
+  // call that repeats an earlier one; a timeline marks those spans instead of their events. Off,
+  // every grid step is simulated.
   bool fast_forward = default_fast_forward();
   static bool default_fast_forward();
   // `tpusim --no-fast-forward` sets the default for every simulation of the process.

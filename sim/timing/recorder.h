@@ -51,6 +51,17 @@ class Recorder {
                                .operand = static_cast<int16_t>(tag.operand),
                                .cause = Cause::busy});
   }
+  // A span the engine jumped over, on `unit` (a core's scalar unit): no busy time of its own.
+  void fast_forwarded(int unit, int64_t start, int64_t end, std::string_view what, int item) {
+    if (keep_events_ && end > start)
+      events_[unit].push_back({.start = start,
+                               .end = end,
+                               .unit = unit,
+                               .label = label(what),
+                               .item = item,
+                               .op = kFastForwardedSpan,
+                               .cause = Cause::busy});
+  }
   // Busy time without a timeline event (the caller does not record one).
   void add_busy(int unit, int64_t cycles) { busy_[unit] += cycles; }
   bool keeps_events() const { return keep_events_; }

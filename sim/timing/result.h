@@ -37,13 +37,17 @@ struct UnitInfo {
   int core = -1;
 };
 
+// TimelineEvent::op of a span the engine did not simulate step by step: grid periods the
+// fast-forward jumped over, or a kernel call replayed from its first call (its label says which).
+inline constexpr int32_t kFastForwardedSpan = -2;
+
 struct TimelineEvent {
   int64_t start = 0, end = 0;  // cycles
   int64_t step = -1;           // flat grid step index, -1 if not a grid step
   int32_t unit = 0;            // index into RunResult::units
   int32_t label = 0;           // index into RunResult::labels
   int32_t item = -1;           // program item
-  int32_t op = -1;             // a body op: its index in the kernel's body
+  int32_t op = -1;             // a body op: its index in the kernel's body (or kFastForwardedSpan)
   int16_t body = -1;           // the kernel's position in its item (0 for a call, j in a loop)
   int16_t operand = -1;        // a DMA: its BlockSpec, the kernel's inputs then its outputs
   Cause cause = Cause::busy;

@@ -7,7 +7,8 @@
 // periods at once, adding the period's counters (time by cause, busy time per unit, bytes, FLOPs,
 // output blocks) once per period skipped. The jump is exact up to the rounding of the HBM pipe's
 // fractional cycles at a different absolute time; `tests/app/golden_test.cpp` holds every kernel
-// and scenario within 0.1% of the full simulation. Runs that record a timeline take the full path.
+// and scenario within 0.1% of the full simulation. A timeline keeps the steps simulated and marks
+// each jump with one span on the core's scalar lane (TimelineEvent::op = kFastForwardedSpan).
 #pragma once
 #include <cstdint>
 #include <deque>

@@ -372,6 +372,10 @@ int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
 
 void TensorCore::skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* deltas) {
   at_ = ahead_;
+  rec_.fast_forwarded(account_.scalar_unit, clock_, clock_ + cycles,
+                      fmt::format("fast-forwarded: {} grid steps ({} periods of {})",
+                                  periods * period, periods, period),
+                      work_.item);
   clock_ += cycles;
   for (int c = 0; c < kNumCauses; ++c) account_.time[c] += periods * deltas[c];
   account_.cursor = clock_;

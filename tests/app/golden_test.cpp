@@ -121,7 +121,8 @@ nlohmann::json kernel_results() {
           const Program p = e.program(chip, v);
           nlohmann::json j = result_json(simulate(chip, p), chip, {});
           j.erase("tool");
-          j["timeline"] = timeline_digest(simulate(chip, p, {.record_timeline = true}));
+          j["timeline"] =
+              timeline_digest(simulate(chip, p, {.record_timeline = true, .fast_forward = false}));
           out[key] = j;
         } catch (const Error& err) {
           out[key] = std::string("error: ") + err.what();

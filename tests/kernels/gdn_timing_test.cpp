@@ -76,7 +76,8 @@ TEST(GdnTiming, ChainPerChunkRunsInOrderOnTheTimeline) {
   // link's result has left the MXUs.
   const ChipSpec chip = load_chip("v5e");
   const g::GdnShape s{.batch = 1, .seq = 3 * 128, .heads = 1, .dk = 128, .dv = 128, .chunk = 128};
-  const RunResult r = simulate_kernel(chip, g::scan_forward(s, {1}), {.record_timeline = true});
+  const RunResult r = simulate_kernel(chip, g::scan_forward(s, {1}),
+                                      {.record_timeline = true, .fast_forward = false});
   auto first_start = [&](const std::string& label, int64_t step) {
     int64_t t = -1;
     for (const TimelineEvent& e : r.events)

@@ -17,6 +17,9 @@ namespace {
 
 using testing::round_chip;
 
+// The engine's every step, recorded: these tests count the events of hand-derived schedules.
+const SimOptions kFullTimeline{.record_timeline = true, .fast_forward = false};
+
 int64_t time_of(const RunResult& r, Cause c) { return r.time[static_cast<int>(c)]; }
 int64_t total_of(const RunResult& r) {
   return std::accumulate(r.time.begin(), r.time.end(), int64_t{0});
@@ -55,8 +58,8 @@ TEST(Engine, OneStepMatmulByHand) {
 TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
   // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2097.152 HBM cycles each; the
   // pipe is held for the fraction, a requester sees its data at the next whole cycle).
-  const RunResult r = simulate_kernel(round_chip(), kernels::elementwise_scale(1024, 1024, 512),
-                                      {.record_timeline = true});
+  const RunResult r =
+      simulate_kernel(round_chip(), kernels::elementwise_scale(1024, 1024, 512), kFullTimeline);
   // x0 [100, 2197.152), arrives 2198. Step 0: overhead to 50, wait to 2198, prefetch x1 (HBM
   // [2298, 4395.152), arrives 4396), body 256 + 2 cycles to 2456, write y0: requested 2556, HBM
   // free at 4395.152 -> [4395.152, 6492.304). Step 1: overhead to 2506, wait x1 until 4396, body
@@ -86,7 +89,7 @@ TEST(Engine, UnchangedBlockIndexIsNotRefetched) {
   const ValueId z =
       b.output({"z", {512, 128}, DType::f32}, {128, 128}, IndexMap({axis(0), constant(0)}));
   b.copy("z = x @ w", b.dot("x @ w", x, w, DType::f32), z);
-  const RunResult r = simulate_kernel(round_chip(), b.build(), {.record_timeline = true});
+  const RunResult r = simulate_kernel(round_chip(), b.build(), kFullTimeline);
   EXPECT_EQ(count_label(r, "fetch x"), 4);
   EXPECT_EQ(count_label(r, "fetch w"), 1);
   EXPECT_EQ(count_label(r, "write z"), 4);
@@ -95,9 +98,8 @@ TEST(Engine, UnchangedBlockIndexIsNotRefetched) {
 
 TEST(Engine, OutputWrittenBackOnlyWhenItsIndexChanges) {
   // The matmul's z block stays put over the k axis: one write per (i, j), not per step.
-  const RunResult r =
-      simulate_kernel(round_chip(), kernels::pallas_matmul({256, 512, 256, 128, 128, 128}),
-                      {.record_timeline = true});
+  const RunResult r = simulate_kernel(
+      round_chip(), kernels::pallas_matmul({256, 512, 256, 128, 128, 128}), kFullTimeline);
   EXPECT_EQ(count_label(r, "write z"), 4);
   EXPECT_EQ(count_label(r, "fetch x"), 16);
   EXPECT_EQ(r.hbm_write_bytes, 4 * 128 * 128 * 2);
@@ -121,8 +123,8 @@ std::shared_ptr<const Kernel> compute_bound(int64_t steps) {
 
 TEST(Engine, MegacoreSplitsTheParallelGridOverTwoCores) {
   const auto k = compute_bound(8);
-  const RunResult one = simulate_kernel(round_chip(1), k, {.record_timeline = true});
-  const RunResult two = simulate_kernel(round_chip(2), k, {.record_timeline = true});
+  const RunResult one = simulate_kernel(round_chip(1), k, kFullTimeline);
+  const RunResult two = simulate_kernel(round_chip(2), k, kFullTimeline);
   // Each core runs 4 of the 8 steps: steps 0-3 on tc0, 4-7 on tc1.
   std::set<int64_t> tc0, tc1;
   for (const TimelineEvent& e : two.events) {
@@ -164,9 +166,9 @@ TEST(Engine, TheChipsSplitRuleDecidesWhetherABatchOneKernelUsesBothCores) {
   };
   ChipSpec chip = round_chip(2);
   chip.megacore_split = MegacoreSplit::first_divisible_parallel;
-  const RunResult both = simulate_kernel(chip, k, {.record_timeline = true});
+  const RunResult both = simulate_kernel(chip, k, kFullTimeline);
   chip.megacore_split = MegacoreSplit::leading_parallel;
-  const RunResult one = simulate_kernel(chip, k, {.record_timeline = true});
+  const RunResult one = simulate_kernel(chip, k, kFullTimeline);
   EXPECT_EQ(cores_used(both), 2u);
   EXPECT_EQ(cores_used(one), 1u);
   const double ratio = static_cast<double>(one.cycles) / both.cycles;
@@ -175,9 +177,8 @@ TEST(Engine, TheChipsSplitRuleDecidesWhetherABatchOneKernelUsesBothCores) {
 }
 
 TEST(Engine, ArbitraryAxisIsNotSplitAcrossCores) {
-  const RunResult r =
-      simulate_kernel(round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}),
-                      {.record_timeline = true});
+  const RunResult r = simulate_kernel(
+      round_chip(2), kernels::pallas_matmul({128, 1024, 128, 128, 128, 128}), kFullTimeline);
   for (const TimelineEvent& e : r.events) {
     if (e.cause == Cause::busy) {
       EXPECT_NE(r.units[e.unit].core, 1) << r.labels[e.label];
