@@ -11,7 +11,9 @@ void SteadyState::begin(std::vector<TensorCore*> cores, KernelCounters* counters
   cores_ = std::move(cores);
   kernel_counters_ = counters;
   dma_latency_ = dma_latency;
-  history_.clear();
+  if (ring_.empty()) ring_.resize(kHistory + 1);
+  newest_ = 0;
+  held_ = 0;
 }
 
 void SteadyState::record(Record& r) const {
@@ -41,50 +43,44 @@ void SteadyState::record(Record& r) const {
 }
 
 void SteadyState::observe() {
-  record(spare_);
-  const Record& now = spare_;
-  for (size_t p = 1; p <= history_.size(); ++p) {
-    const Record& old = history_[history_.size() - p];
+  // The ring holds `held_` records before the slot of the newest one, which is filled now.
+  const size_t slots = ring_.size();
+  Record& now = ring_[newest_];
+  record(now);
+  for (size_t p = 1; p <= held_; ++p) {
+    const Record& old = ring_[(newest_ + slots - p) % slots];
     if (old.hash != now.hash || old.state != now.state) continue;
     int64_t periods = std::numeric_limits<int64_t>::max();
-    std::vector<int64_t> found(cores_.size(), 0);
+    found_.assign(cores_.size(), 0);
     for (size_t c = 0; c < cores_.size() && periods > 0; ++c)
       if (cores_[c]->point() != TensorCore::Point::done)
-        periods = found[c] = cores_[c]->repeating_periods(now.steps[c] - old.steps[c], periods);
+        periods = found_[c] = cores_[c]->repeating_periods(now.steps[c] - old.steps[c], periods);
     if (periods > 0) {
       for (size_t c = 0; c < cores_.size(); ++c)  // a core that looked further: back to `periods`
-        if (found[c] > periods) cores_[c]->repeating_periods(now.steps[c] - old.steps[c], periods);
+        if (found_[c] > periods) cores_[c]->repeating_periods(now.steps[c] - old.steps[c], periods);
       jump(old, now, periods);
-      history_.clear();
+      held_ = 0;  // the state after the jump is `now` shifted: start over from it
       return;
     }
   }
-  if (history_.size() == kHistory) {
-    Record oldest = std::move(history_.front());
-    history_.pop_front();
-    history_.push_back(std::move(spare_));
-    spare_ = std::move(oldest);
-  } else {
-    history_.push_back(std::move(spare_));
-    spare_ = Record{};
-  }
+  newest_ = (newest_ + 1) % slots;
+  held_ = std::min(held_ + 1, kHistory);
 }
 
 void SteadyState::jump(const Record& old, const Record& now, int64_t periods) {
-  std::vector<int64_t> delta(now.counters.size());
+  std::vector<int64_t>& delta = delta_;
+  delta.resize(now.counters.size());
   for (size_t i = 0; i < delta.size(); ++i) delta[i] = now.counters[i] - old.counters[i];
   const int64_t cycles = periods * (now.t - old.t);
   size_t at = 0;
   for (size_t c = 0; c < cores_.size(); ++c) {
     TensorCore& core = *cores_[c];
-    std::vector<int64_t> mine;
-    core.counters(mine);
     if (core.point() != TensorCore::Point::done) {
       const int64_t period = now.steps[c] - old.steps[c];
       core.skip(periods, period, cycles, delta.data() + at);
       skipped_steps_ += periods * period;
     }
-    at += mine.size();
+    at += core.counter_count();
   }
   const auto& busy = rec_.busy_totals();
   for (size_t u = 0; u < busy.size(); ++u)

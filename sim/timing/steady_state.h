@@ -11,7 +11,6 @@
 // each jump with one span on the core's scalar lane (TimelineEvent::op = kFastForwardedSpan).
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "sim/timing/memory_system.h"
@@ -48,8 +47,10 @@ class SteadyState {
   std::vector<TensorCore*> cores_;
   KernelCounters* kernel_counters_ = nullptr;
   int64_t dma_latency_ = 0;
-  std::deque<Record> history_;
-  Record spare_;
+  // The last records (a ring: their vectors are reused), the newest at `newest_`.
+  std::vector<Record> ring_;
+  size_t newest_ = 0, held_ = 0;
+  std::vector<int64_t> found_, delta_;
   int64_t skipped_steps_ = 0;
 };
 

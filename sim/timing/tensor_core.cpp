@@ -372,10 +372,11 @@ int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
 
 void TensorCore::skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* deltas) {
   at_ = ahead_;
-  rec_.fast_forwarded(account_.scalar_unit, clock_, clock_ + cycles,
-                      fmt::format("fast-forwarded: {} grid steps ({} periods of {})",
-                                  periods * period, periods, period),
-                      work_.item);
+  if (rec_.keeps_events())
+    rec_.fast_forwarded(account_.scalar_unit, clock_, clock_ + cycles,
+                        fmt::format("fast-forwarded: {} grid steps ({} periods of {})",
+                                    periods * period, periods, period),
+                        work_.item);
   clock_ += cycles;
   for (int c = 0; c < kNumCauses; ++c) account_.time[c] += periods * deltas[c];
   account_.cursor = clock_;
@@ -384,10 +385,9 @@ void TensorCore::skip(int64_t periods, int64_t period, int64_t cycles, const int
   for (size_t o = 0; o < out_slot_free_.size(); ++o) {
     auto& slots = out_slot_free_[o];
     const int64_t n = static_cast<int64_t>(slots.size()), blocks = periods * deltas[kNumCauses + o];
-    std::vector<int64_t> moved(n);
-    for (int64_t j = 0; j < n; ++j)
-      moved[(out_blocks_[o] + blocks + j) % n] = slots[(out_blocks_[o] + j) % n] + cycles;
-    slots = std::move(moved);
+    // Slot (out_blocks + j) % n moves to (out_blocks + blocks + j) % n: a rotation by blocks.
+    std::rotate(slots.begin(), slots.end() - blocks % n, slots.end());
+    for (int64_t& t : slots) t += cycles;
     out_blocks_[o] += blocks;
   }
   steps_ += periods * period;

@@ -70,6 +70,7 @@ class TensorCore : public sc_core::sc_module {
   // patterns, and the jump over them.
   void state(int64_t t, std::vector<int64_t>& out) const;
   void counters(std::vector<int64_t>& out) const;
+  size_t counter_count() const { return kNumCauses + out_blocks_.size() + 1; }
   int64_t repeating_periods(int64_t period, int64_t max_periods);
   void skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* counter_deltas);
   static constexpr int64_t kPatternHistory = 64;
