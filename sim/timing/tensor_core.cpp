@@ -114,6 +114,13 @@ void TensorCore::look_ahead(Cursor& c) const {
       p.written |= uint64_t{1} << o;
 }
 
+void TensorCore::place(Cursor& c) const {
+  const Kernel& k = *plan_.kernel;
+  for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].index.eval(c.g, c.in_idx[i]);
+  for (size_t o = 0; o < k.outputs.size(); ++o) k.outputs[o].index.eval(c.g, c.out_idx[o]);
+  look_ahead(c);
+}
+
 void TensorCore::advance(Cursor& c) const {
   c.g.swap(c.next);
   c.in_idx.swap(c.in_next);
@@ -148,9 +155,7 @@ void TensorCore::begin(const CoreWork& work, KernelCounters* counters, int64_t n
   at_.in_next.resize(nin);
   at_.out_idx.resize(nout);
   at_.out_next.resize(nout);
-  for (size_t i = 0; i < nin; ++i) k.inputs[i].index.eval(at_.g, at_.in_idx[i]);
-  for (size_t o = 0; o < nout; ++o) k.outputs[o].index.eval(at_.g, at_.out_idx[o]);
-  look_ahead(at_);
+  place(at_);
   patterns_[0] = at_.pattern;
   in_ready_.assign(nin, 0);
   in_next_ready_.assign(nin, 0);
@@ -344,14 +349,9 @@ int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
       int64_t run = std::min(uniform_run(ahead_), max_periods * period - walked);
       run -= (walked + run) % period;
       if (run > 0) {
-        const Kernel& k = *plan_.kernel;
         ahead_.g[last] += run;
         walked += run;
-        for (size_t i = 0; i < k.inputs.size(); ++i)
-          k.inputs[i].index.eval(ahead_.g, ahead_.in_idx[i]);
-        for (size_t o = 0; o < k.outputs.size(); ++o)
-          k.outputs[o].index.eval(ahead_.g, ahead_.out_idx[o]);
-        look_ahead(ahead_);
+        place(ahead_);
       }
     }
     if (walked % period == 0) {
@@ -360,12 +360,8 @@ int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
     }
   }
   if (walked != periods * period) {  // stopped inside a period: back to its start
-    const Kernel& k = *plan_.kernel;
     ahead_.g = boundary_;
-    for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].index.eval(ahead_.g, ahead_.in_idx[i]);
-    for (size_t o = 0; o < k.outputs.size(); ++o)
-      k.outputs[o].index.eval(ahead_.g, ahead_.out_idx[o]);
-    look_ahead(ahead_);
+    place(ahead_);
   }
   return periods;
 }

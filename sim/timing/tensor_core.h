@@ -107,6 +107,8 @@ class TensorCore : public sc_core::sc_module {
   // How many steps after `c`'s, along the last grid axis, certainly repeat its pattern (from
   // where the op predicates and the index maps' clamps can switch).
   int64_t uniform_run(const Cursor& c) const;
+  // Fills `c`'s block indices at `c.g` and looks ahead from there.
+  void place(Cursor& c) const;
   // Moves `c` to the next step (c.pattern.more must hold) and looks ahead from there.
   void advance(Cursor& c) const;
   void wait_until(Cause c, int64_t t);
