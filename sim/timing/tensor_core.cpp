@@ -309,10 +309,14 @@ int64_t TensorCore::uniform_run(const Cursor& c) const {
   auto switches = [&](const IndexMap& map) {
     for (const AffineExpr& e : map.dims()) {
       if (e.min_axis < 0 && e.max_axis < 0) continue;
+      // The expression along the row: base + slope * y.
       int64_t base = e.offset, slope = 0;
-      for (size_t d = 0; d < e.coeff.size() && d < c.g.size(); ++d)
-        (static_cast<int>(d) == last ? slope : base) +=
-            e.coeff[d] * (d == size_t(last) ? 1 : c.g[d]);
+      for (size_t d = 0; d < e.coeff.size() && d < c.g.size(); ++d) {
+        if (static_cast<int>(d) == last)
+          slope += e.coeff[d];
+        else
+          base += e.coeff[d] * c.g[d];
+      }
       for (int clamp : {e.min_axis, e.max_axis}) {
         if (clamp < 0) continue;
         // base + slope * v against the clamp: g[clamp] (constant) or v itself (the last axis).
