@@ -150,8 +150,10 @@ std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown) 
     const std::string events =
         f.events > 0 ? fmt::format("{:.2f} M", f.events / f.wall_s / 1e6) : "";
     const std::string ff =
-        f.grid_steps > 0 ? fmt::format("{:.1f}%", 100.0 * f.fast_forwarded_steps / f.grid_steps)
-                         : "";
+        f.grid_steps > 0
+            ? fmt::format("{:.1f}%, {} simulated", 100.0 * f.fast_forwarded_steps / f.grid_steps,
+                          f.grid_steps - f.fast_forwarded_steps)
+            : "";
     if (markdown)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", f.what, target,
                          seconds(f.wall_s), f.grid_steps > 0 ? std::to_string(f.grid_steps) : "",

@@ -11,6 +11,7 @@
 // each jump with one span on the core's scalar lane (TimelineEvent::op = kFastForwardedSpan).
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/timing/memory_system.h"
@@ -39,8 +40,20 @@ class SteadyState {
   };
   static constexpr size_t kHistory = 16;  // records compared: periods of up to 16 observations
 
+  // A period seen to repeat: from `state`, each core's steps follow its patterns, and every
+  // period adds `delta` to the counters and `cycles` to the clocks. A later row of a grid that
+  // reaches the same state jumps on its first observation instead of its second.
+  struct Period {
+    std::vector<int64_t> state, delta;
+    std::vector<std::vector<StepPattern>> patterns;  // per core (empty: the core is done)
+    int64_t cycles = 0;
+  };
+  static constexpr size_t kKnownPeriods = 256;
+
   void record(Record& r) const;
-  void jump(const Record& old, const Record& now, int64_t periods);
+  // Jumps as far as every core's steps repeat `p` (false if not one period).
+  bool try_period(const Period& p);
+  void jump(const Period& p, int64_t periods);
 
   Recorder& rec_;
   Hbm& hbm_;
@@ -50,7 +63,9 @@ class SteadyState {
   // The last records (a ring: their vectors are reused), the newest at `newest_`.
   std::vector<Record> ring_;
   size_t newest_ = 0, held_ = 0;
-  std::vector<int64_t> found_, delta_;
+  std::vector<int64_t> found_;
+  std::unordered_map<uint64_t, Period> known_;  // by the hash of their state
+  Period candidate_;
   int64_t skipped_steps_ = 0;
 };
 

@@ -297,8 +297,9 @@ int64_t TensorCore::uniform_run(const Cursor& c) const {
     if (!on_axis && !on_other) continue;
     if (on_axis && on_other) continue;  // compares the axis with itself: constant
     if (q.kind == When::at_or_below || q.kind == When::on_diagonal) {
-      const int64_t against = c.g[on_axis ? q.other : q.axis];
-      may_change_at(against - 1, against + 2);
+      // y >= a switches at a, a >= y at a + 1, y == a at both.
+      const int64_t a = c.g[on_axis ? q.other : q.axis];
+      may_change_at(a, a + 1);
     } else {  // first / last (of one axis or both): index 0 and the axis's last index
       may_change_at(0, 1);
       may_change_at(k.grid[last] - 1, k.grid[last]);
@@ -323,8 +324,11 @@ int64_t TensorCore::uniform_run(const Cursor& c) const {
         const int64_t rel_slope = clamp == last ? slope - 1 : slope;
         const int64_t rel_base = clamp == last ? base : base - c.g[clamp];
         if (rel_slope == 0) continue;
-        const int64_t v = -rel_base / rel_slope;
-        may_change_at(v - 2, v + 2);
+        // They cross at y* = -rel_base / rel_slope: the steps whose y or y + 1 is beside it.
+        const int64_t num = -rel_base, q = num / rel_slope;
+        const bool exact = num % rel_slope == 0, negative = (num < 0) != (rel_slope < 0);
+        const int64_t below = exact || !negative ? q : q - 1, above = exact ? q : below + 1;
+        may_change_at(below - 1, above + 1);
       }
     }
   };
@@ -333,11 +337,20 @@ int64_t TensorCore::uniform_run(const Cursor& c) const {
   return std::max<int64_t>(0, first_change - 1 - y);
 }
 
-int64_t TensorCore::repeating_periods(int64_t period, int64_t max_periods) {
-  if (period < 1 || period > kPatternHistory || steps_ < period) return 0;
+bool TensorCore::last_patterns(int64_t period, std::vector<StepPattern>& out) const {
+  if (period < 1 || period > kPatternHistory || steps_ < period) return false;
+  out.clear();
+  for (int64_t j = 1; j <= period; ++j)
+    out.push_back(patterns_[(steps_ - period + j) % kPatternHistory]);
+  return true;
+}
+
+int64_t TensorCore::repeating_periods(const std::vector<StepPattern>& period_patterns,
+                                      int64_t max_periods) {
+  const int64_t period = static_cast<int64_t>(period_patterns.size());
+  if (period < 1) return 0;
   auto expected = [&](int64_t walked) -> const StepPattern& {
-    // Step steps_ + walked + 1 should repeat step steps_ - period + (walked % period) + 1.
-    return patterns_[(steps_ - period + walked % period + 1) % kPatternHistory];
+    return period_patterns[walked % period];
   };
   bool uniform = true;  // the period repeats one pattern: runs of it can be jumped over
   for (int64_t j = 1; j < period; ++j) uniform = uniform && expected(j) == expected(0);

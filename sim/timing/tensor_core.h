@@ -71,7 +71,11 @@ class TensorCore : public sc_core::sc_module {
   void state(int64_t t, std::vector<int64_t>& out) const;
   void counters(std::vector<int64_t>& out) const;
   size_t counter_count() const { return kNumCauses + out_blocks_.size() + 1; }
-  int64_t repeating_periods(int64_t period, int64_t max_periods);
+  // The patterns of the last `period` steps, oldest first (false if they are not all kept).
+  bool last_patterns(int64_t period, std::vector<StepPattern>& out) const;
+  // How many periods ahead (up to `max_periods`) repeat `period_patterns` step by step, the first
+  // step after the current one repeating period_patterns[0].
+  int64_t repeating_periods(const std::vector<StepPattern>& period_patterns, int64_t max_periods);
   void skip(int64_t periods, int64_t period, int64_t cycles, const int64_t* counter_deltas);
   static constexpr int64_t kPatternHistory = 64;
 

@@ -40,7 +40,10 @@ TEST(FastForward, LongGridJumpsOverRepeatingStepsWithTheSameResults) {
         simulate_kernel(round_chip(cores), long_matmul(), {.fast_forward = false});
     const RunResult fast = simulate_kernel(round_chip(cores), long_matmul());
     EXPECT_EQ(full.fast_forwarded_steps, 0);
-    EXPECT_GT(fast.fast_forwarded_steps, fast.grid_steps / 2);
+    // Per (i, j) row of 32 k-steps: its first step (new blocks), one step whose state the first
+    // row has shown to repeat (the jump), and its last (the write-back). The first row needs a
+    // couple more to see the repeat.
+    EXPECT_LE(fast.grid_steps - fast.fast_forwarded_steps, 3 * 32 * 32 + 8);
     expect_same_results(full, fast);
   }
 }
