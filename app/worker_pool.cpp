@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <thread>
@@ -62,12 +64,16 @@ void run_in_workers(int count, int jobs, const std::function<std::string(int)>& 
   std::vector<pid_t> pids;
   std::vector<pollfd> fds;
   std::fflush(nullptr);
+  const pid_t parent = getpid();
   for (int w = 0; w < jobs; ++w) {
     int fd[2];
     if (pipe(fd) != 0) throw Error("cannot create a pipe to a worker");
     const pid_t pid = fork();
     if (pid < 0) throw Error("cannot fork a worker");
     if (pid == 0) {
+      // A worker does not outlive the run: it is killed when the parent dies (or has already).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       close(fd[0]);
       work(*next, count, task, fd[1]);
       close(fd[1]);

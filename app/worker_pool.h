@@ -1,7 +1,7 @@
 // Runs independent tasks in worker processes (the engine's SystemC kernel is per process, so
 // parallel simulations need processes, not threads). Workers take task indices from one shared
 // counter, so a slow task does not hold up the ones dealt after it; each finished task's result
-// (one line of text) goes back to the parent through a pipe.
+// (one line of text) goes back to the parent through a pipe. Workers die with the parent.
 #pragma once
 #include <functional>
 #include <string>

@@ -4,8 +4,11 @@
 #include "app/worker_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -66,6 +69,45 @@ TEST(WorkerPool, WorkersTakeTasksFromOneQueue) {
   for (const auto& [i, pid] : pid_of)
     if (pid == pid_of[0]) with_slow.insert(i);
   EXPECT_EQ(with_slow, std::set<int>{0});
+}
+
+// Whether process `pid` has ended (gone, or a zombie nobody has reaped yet).
+bool ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return true;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+TEST(WorkerPool, WorkersDieWithTheRun) {
+  int fd[2];
+  ASSERT_EQ(pipe(fd), 0);
+  const pid_t runner = fork();
+  ASSERT_GE(runner, 0);
+  if (runner == 0) {  // a run whose two workers each report their pid, then hang
+    close(fd[0]);
+    run_in_workers(
+        2, 2,
+        [&](int) {
+          const pid_t me = getpid();
+          if (write(fd[1], &me, sizeof me) != sizeof me) _exit(1);
+          sleep(60);
+          return std::string();
+        },
+        [](int, const std::string&) {});
+    _exit(0);
+  }
+  close(fd[1]);
+  pid_t workers[2];
+  for (pid_t& w : workers) ASSERT_EQ(read(fd[0], &w, sizeof w), static_cast<ssize_t>(sizeof w));
+  close(fd[0]);
+  kill(runner, SIGKILL);
+  waitpid(runner, nullptr, 0);
+  for (pid_t w : workers) {
+    for (int tries = 0; tries < 200 && !ended(w); ++tries) usleep(10000);
+    EXPECT_TRUE(ended(w)) << "worker " << w << " outlived its run";
+  }
 }
 
 }  // namespace
