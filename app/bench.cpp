@@ -141,7 +141,7 @@ std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown) 
   std::string out;
   if (markdown)
     out +=
-        "| figure | target (s) | wall (s) | grid steps | of them fast-forwarded | steps/s | "
+        "| figure | target (s) | wall (s) | grid steps | of them | steps/s | "
         "events/s | note |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const BenchFigure& f : figures) {
     const std::string target = f.target_s > 0 ? seconds(f.target_s) : "";
@@ -149,21 +149,20 @@ std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown) 
         f.grid_steps > 0 ? fmt::format("{:.2f} M", f.grid_steps / f.wall_s / 1e6) : "";
     const std::string events =
         f.events > 0 ? fmt::format("{:.2f} M", f.events / f.wall_s / 1e6) : "";
-    const std::string ff =
-        f.grid_steps > 0
-            ? fmt::format("{:.1f}%, {} simulated", 100.0 * f.fast_forwarded_steps / f.grid_steps,
-                          f.grid_steps - f.fast_forwarded_steps)
-            : "";
+    const std::string ff = f.grid_steps > 0
+                               ? fmt::format("{:.1f}% fast-forwarded, {} simulated",
+                                             100.0 * f.fast_forwarded_steps / f.grid_steps,
+                                             f.grid_steps - f.fast_forwarded_steps)
+                               : "";
     if (markdown)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", f.what, target,
                          seconds(f.wall_s), f.grid_steps > 0 ? std::to_string(f.grid_steps) : "",
                          ff, rate, events, f.note);
     else
-      out += fmt::format("{:<64} {:>7} s{}  {}{}{}{}\n", f.what, seconds(f.wall_s),
+      out += fmt::format("{:<64} {:>7} s{}  {}{}{}\n", f.what, seconds(f.wall_s),
                          target.empty() ? "" : " (target " + target + ")",
-                         rate.empty() ? "" : rate + " grid steps/s (" + ff + " fast-forwarded)  ",
-                         events.empty() ? "" : events + " events/s  ", f.note,
-                         f.grid_steps == 0 && f.events == 0 && f.note.empty() ? "" : "");
+                         rate.empty() ? "" : rate + " grid steps/s (" + ff + ")  ",
+                         events.empty() ? "" : events + " events/s  ", f.note);
   }
   return out;
 }
