@@ -37,10 +37,14 @@ std::string trace_text(const RunResult& r) {
   return out.str();
 }
 
+// A small matmul on v5e with its timeline (a 2 x 2 x 2 grid).
+RunResult small_matmul_run() {
+  return simulate_kernel(load_chip("v5e"), kernels::pallas_matmul({512, 512, 512, 256, 256, 256}),
+                         {.record_timeline = true});
+}
+
 TEST(Report, TraceHasNamedTracksAndMicrosecondTimes) {
-  const ChipSpec chip = load_chip("v5e");
-  const RunResult r = simulate_kernel(chip, kernels::pallas_matmul({512, 512, 512, 256, 256, 256}),
-                                      {.record_timeline = true});
+  const RunResult r = small_matmul_run();
   const nlohmann::json t = nlohmann::json::parse(trace_text(r));
   std::set<std::string> tracks;
   double last_end = 0;
@@ -56,9 +60,7 @@ TEST(Report, TraceHasNamedTracksAndMicrosecondTimes) {
 
 // Every timeline event becomes one trace event with its unit, times, label and what it belongs to.
 TEST(Report, TraceEventsCarryEachTimelineEvent) {
-  const ChipSpec chip = load_chip("v5e");
-  const RunResult r = simulate_kernel(chip, kernels::pallas_matmul({512, 512, 512, 256, 256, 256}),
-                                      {.record_timeline = true});
+  const RunResult r = small_matmul_run();
   const nlohmann::json t = nlohmann::json::parse(trace_text(r));
   std::vector<nlohmann::json> spans;
   for (const auto& e : t["traceEvents"])
