@@ -20,6 +20,7 @@
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
+#include "sim/timing/call_cache.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim {
@@ -29,13 +30,17 @@ constexpr const char* kB3 = "scenarios/blind/b3_v5p-64_context64_1m_main.yaml";
 const kernels::MatmulShape kMatmul{8192, 8192, 8192, 128, 128, 128};
 
 // Times `work` (the median of three runs when one takes under a second: short figures are noisy
-// on a shared machine) and fills the figure with what the engine did in one run.
-template <typename Work>
-BenchFigure measure(std::string what, double target_s, Work work) {
+// on a shared machine) and fills the figure with what the engine did in one run. Each run starts
+// with no kernel calls cached from earlier runs (call_cache.h) unless `warm` runs first: then the
+// cache holds what `warm` left.
+template <typename Work, typename Warm>
+BenchFigure measure(std::string what, double target_s, Work work, Warm warm) {
   BenchFigure f;
   std::vector<double> walls;
   EngineTotals before, after;
   while (walls.size() < 3) {
+    clear_call_cache();
+    warm();
     before = engine_totals();
     const auto t0 = std::chrono::steady_clock::now();
     f.note = work();
@@ -81,24 +86,33 @@ std::string seconds(double s) {
 
 std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>& started) {
   std::vector<BenchFigure> out;
-  auto add = [&](std::string what, double target, auto work) {
+  auto add = [&](std::string what, double target, auto work, auto warm) {
     started(what);
-    out.push_back(measure(std::move(what), target, work));
+    out.push_back(measure(std::move(what), target, work, warm));
   };
+  auto cold = [] {};
   const ChipSpec v5e = load_chip("v5e");
   const auto matmul = kernels::pallas_matmul(kMatmul);
-  add("8192^3 matmul, 128^3 blocks, no timeline", 0.05, [&] {
-    return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3);
-  });
-  add("8192^3 matmul, recording all its events (every step simulated)", 0.3, [&] {
-    simulate_kernel(v5e, matmul, {.record_timeline = true, .fast_forward = false});
-    return std::string();
-  });
-  add("8192^3 matmul: all its events written as a trace (a child process)", 0, trace_peak_memory);
-  add("8192^3 matmul, its timeline with the fast-forward's spans", 0, [&] {
-    simulate_kernel(v5e, matmul, {.record_timeline = true});
-    return std::string();
-  });
+  add(
+      "8192^3 matmul, 128^3 blocks, no timeline", 0.05,
+      [&] { return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3); },
+      cold);
+  add(
+      "8192^3 matmul, recording all its events (every step simulated)", 0.3,
+      [&] {
+        simulate_kernel(v5e, matmul, {.record_timeline = true, .fast_forward = false});
+        return std::string();
+      },
+      cold);
+  add("8192^3 matmul: all its events written as a trace (a child process)", 0, trace_peak_memory,
+      cold);
+  add(
+      "8192^3 matmul, its timeline with the fast-forward's spans", 0,
+      [&] {
+        simulate_kernel(v5e, matmul, {.record_timeline = true});
+        return std::string();
+      },
+      cold);
 
   // The GUI's re-simulation: the program built, simulated with its timeline, laid out in lanes.
   const kernels::CatalogEntry& layer = kernels::find_kernel("gdn-layer");
@@ -108,32 +122,56 @@ std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>
     v.set("build", kernels::gdn::name(b));
     const std::string what =
         "GUI: gdn-layer " + kernels::gdn::name(b) + " on v5e with its timeline";
-    add(what, 0.05, [&] {
-      const RunResult r = simulate(v5e, layer.program(v5e, v), {.record_timeline = true});
-      return fmt::format("{} lanes", layout_lanes(r).events.size());
-    });
+    add(
+        what, 0.05,
+        [&] {
+          const RunResult r = simulate(v5e, layer.program(v5e, v), {.record_timeline = true});
+          return fmt::format("{} lanes", layout_lanes(r).events.size());
+        },
+        cold);
     slowest = std::max(slowest, out.back().wall_s);
   }
+  // A knob change in the GUI: the kernels it leaves as they were replay from the cache.
+  kernels::KnobValues tile1 = layer.defaults(), tile8 = layer.defaults();
+  tile1.set("build", "heads");
+  tile8.set("build", "heads");
+  tile1.set("head-tile", int64_t{1});
+  tile8.set("head-tile", int64_t{8});
+  add(
+      "GUI: gdn-layer heads, head tile 1 -> 8 (the other kernels cached)", 0.05,
+      [&] {
+        const RunResult r = simulate(v5e, layer.program(v5e, tile8), {.record_timeline = true});
+        return fmt::format("{} lanes", layout_lanes(r).events.size());
+      },
+      [&] { simulate(v5e, layer.program(v5e, tile1), {.record_timeline = true}); });
 
   const Scenario b3 = load_scenario(repo_path(kB3));
-  add("B3 step: 1,048,576 tokens, context 64, v5p-64", 0.3,
-      [&] { return fmt::format("step {:.3f} s", predict_step(b3.step).step_time_s); });
+  add(
+      "B3 step: 1,048,576 tokens, context 64, v5p-64", 0.3,
+      [&] { return fmt::format("step {:.3f} s", predict_step(b3.step).step_time_s); }, cold);
   Scenario flat = b3;  // the same chips and sequence, each chip holding a whole sequence
   flat.step.mesh.fsdp *= flat.step.mesh.context;
   flat.step.mesh.context = 1;
-  add("B3 step without context parallelism (fsdp 64)", 2.0,
-      [&] { return fmt::format("step {:.3f} s", predict_step(flat.step).step_time_s); });
+  add(
+      "B3 step without context parallelism (fsdp 64)", 2.0,
+      [&] { return fmt::format("step {:.3f} s", predict_step(flat.step).step_time_s); }, cold);
 
   const int jobs = default_jobs();
-  add("validate: every calibration and blind scenario", 5.0, [&] {
-    const Validation v = validate(default_validation_paths(), jobs);
-    return fmt::format("{} rows, {} blind, {} workers", v.rows.size(), v.blind.size(), jobs);
-  });
+  add(
+      "validate: every calibration and blind scenario", 5.0,
+      [&] {
+        const Validation v = validate(default_validation_paths(), jobs);
+        return fmt::format("{} rows, {} blind, {} workers", v.rows.size(), v.blind.size(), jobs);
+      },
+      cold);
   const Sweep sweep = load_sweep(repo_path("scenarios/sweeps/gdn_knob_grid.yaml"));
-  add("sweep: the GDN knob grid (scenarios/sweeps/gdn_knob_grid.yaml)", 20.0, [&] {
-    const auto results = run_sweep(sweep, jobs, 0, 1, [](int, int) {});
-    return fmt::format("{} points, {} workers", results.size(), jobs);
-  });
+  add(
+      "sweep: the GDN knob grid (scenarios/sweeps/gdn_knob_grid.yaml)", 20.0,
+      [&] {
+        const auto results = run_sweep(sweep, jobs, 0, 1, [](int, int) {});
+        return fmt::format("{} points, {} workers", results.size(), jobs);
+      },
+      cold);
   return out;
 }
 

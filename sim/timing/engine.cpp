@@ -9,6 +9,7 @@
 
 #include "sim/error.h"
 #include "sim/ir/validate.h"
+#include "sim/timing/call_cache.h"
 #include "sim/timing/collectives.h"
 #include "sim/timing/sc_time.h"
 #include "sim/timing/steady_state.h"
@@ -137,25 +138,35 @@ class Chip : public sc_core::sc_module {
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
     grid_steps_ += k.grid_steps();
-    const bool fast_forward = options_.fast_forward;
-    // A kernel call that starts with HBM idle does not depend on when it starts: a second call
-    // of the same kernel (a loop's next iteration) replays the first one's counters.
+    // A call that starts with HBM idle replays an identical earlier call (call_cache.h): within
+    // this run as one span on the timeline, from an earlier run with that call's events.
     const bool idle_start = hbm_.free_at() <= static_cast<double>(t0 + chip_.dma_latency_cycles);
-    const auto key = std::make_pair(&k, loop_iteration);
-    if (fast_forward && idle_start) {
+    if (options_.fast_forward && idle_start) {
+      const CallKey key{kernel_digest(k), chip_digest_, loop_iteration, rec_.keeps_events()};
+      std::shared_ptr<const CallRecord> r;
+      bool earlier_run = false;
       if (auto found = replays_.find(key); found != replays_.end()) {
-        replay(found->second, t0, k, item);
-        counters_[it->second].flops += found->second.flops;
-        counters_[it->second].mxu_pass_flops += found->second.mxu_pass_flops;
+        r = found->second;
+      } else if ((r = find_call(key))) {
+        earlier_run = true;
+        replays_.emplace(key, r);
+      }
+      if (r) {
+        replay(*r, t0, k, item, body, earlier_run);
+        counters_[it->second].flops += r->flops;
+        counters_[it->second].mxu_pass_flops += r->mxu_pass_flops;
         fast_forwarded_steps_ += k.grid_steps();
       } else {
-        Replay r = snapshot();
+        auto fresh_record = std::make_shared<CallRecord>(snapshot());
         const KernelCounters before_call = counters_[it->second];
+        const auto marks = rec_.event_marks();
         play(k, item, body, loop_iteration, it->second, t0);
-        record(r, t0);
-        r.flops = counters_[it->second].flops - before_call.flops;
-        r.mxu_pass_flops = counters_[it->second].mxu_pass_flops - before_call.mxu_pass_flops;
-        replays_.emplace(key, std::move(r));
+        record(*fresh_record, t0, marks);
+        fresh_record->flops = counters_[it->second].flops - before_call.flops;
+        fresh_record->mxu_pass_flops =
+            counters_[it->second].mxu_pass_flops - before_call.mxu_pass_flops;
+        replays_.emplace(key, fresh_record);
+        keep_call(key, std::move(fresh_record));
       }
     } else {
       play(k, item, body, loop_iteration, it->second, t0);
@@ -206,24 +217,16 @@ class Chip : public sc_core::sc_module {
     wait(cycles(end - t0));
   }
 
-  // What a kernel call changed: every core's time by cause and its clock at the end, the busy
-  // time of every unit, HBM's bytes and when its pipe frees, the kernel's FLOPs.
-  struct Replay {
-    std::vector<std::array<int64_t, kNumCauses>> time;
-    std::vector<int64_t> cursor;  // after the call: relative to its start
-    std::vector<int64_t> busy;
-    int64_t read = 0, write = 0, flops = 0, mxu_pass_flops = 0, cycles = 0;
-    double hbm_free = 0;  // relative to the call's start
-  };
-  Replay snapshot() const {
-    Replay r;
+  // The counters before a call (record() turns them into what the call changed).
+  CallRecord snapshot() const {
+    CallRecord r;
     for (const auto& core : cores_) r.time.push_back(core->account().time);
     r.busy = rec_.busy_totals();
     r.read = hbm_.read_bytes();
     r.write = hbm_.write_bytes();
     return r;
   }
-  void record(Replay& r, int64_t t0) {
+  void record(CallRecord& r, int64_t t0, const std::vector<size_t>& marks) {
     for (size_t c = 0; c < cores_.size(); ++c) {
       const CoreAccount& a = cores_[c]->account();
       for (int i = 0; i < kNumCauses; ++i) r.time[c][i] = a.time[i] - r.time[c][i];
@@ -235,18 +238,29 @@ class Chip : public sc_core::sc_module {
     r.write = hbm_.write_bytes() - r.write;
     r.hbm_free = hbm_.free_at() - static_cast<double>(t0);
     r.cycles = now_cycles() - t0;
+    rec_.events_since(marks, t0, r.events, r.labels);
   }
-  void replay(const Replay& r, int64_t t0, const Kernel& k, int item) {
+  // Within a run a replayed call is one span per core; a call from an earlier run (which this
+  // run's timeline has not shown yet) brings its events.
+  void replay(const CallRecord& r, int64_t t0, const Kernel& k, int item, int body,
+              bool with_events) {
+    if (with_events) rec_.replay_events(r.events, r.labels, t0, item, body);
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreAccount& a = cores_[c]->account();
-      rec_.fast_forwarded(a.scalar_unit, t0, t0 + r.cursor[c],
-                          fmt::format("replayed: {} as its first call", k.name), item);
+      if (!with_events)
+        rec_.fast_forwarded(a.scalar_unit, t0, t0 + r.cursor[c],
+                            fmt::format("replayed: {} as its first call", k.name), item);
       for (int i = 0; i < kNumCauses; ++i) a.time[i] += r.time[c][i];
       a.cursor = t0 + r.cursor[c];
     }
     for (size_t u = 0; u < r.busy.size(); ++u) rec_.add_busy(static_cast<int>(u), r.busy[u]);
     hbm_.replay(static_cast<double>(t0) + r.hbm_free, r.read, r.write);
     wait(cycles(r.cycles));
+  }
+  const Digest& kernel_digest(const Kernel& k) {
+    auto [it, fresh] = kernel_digests_.try_emplace(&k);
+    if (fresh) it->second = content_hash(k);
+    return it->second;
   }
 
   const ChipSpec& chip_;
@@ -259,7 +273,9 @@ class Chip : public sc_core::sc_module {
   SteadyState steady_;
   int64_t end_ = 0;
   std::map<const Kernel*, int> kernel_index_;
-  std::map<std::pair<const Kernel*, bool>, Replay> replays_;
+  Digest chip_digest_ = content_hash(chip_);
+  std::map<const Kernel*, Digest> kernel_digests_;
+  std::map<CallKey, std::shared_ptr<const CallRecord>> replays_;  // the calls of this run
   int64_t grid_steps_ = 0, fast_forwarded_steps_ = 0;
   std::vector<KernelCounters> counters_;
 };

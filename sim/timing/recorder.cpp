@@ -4,6 +4,46 @@
 
 namespace tpusim {
 
+std::vector<size_t> Recorder::event_marks() const {
+  std::vector<size_t> marks;
+  for (const Timeline& unit : events_) marks.push_back(unit.size());
+  return marks;
+}
+
+void Recorder::events_since(const std::vector<size_t>& marks, int64_t t0,
+                            std::vector<TimelineEvent>& events,
+                            std::vector<std::string>& labels) const {
+  std::unordered_map<int, int> local;  // this recorder's label id -> index into `labels`
+  for (size_t u = 0; u < events_.size(); ++u)
+    for (size_t i = marks[u]; i < events_[u].size(); ++i) {
+      TimelineEvent e = events_[u][i];
+      e.start -= t0;
+      e.end -= t0;
+      if (e.cause == Cause::busy) {  // a stall's label is its cause
+        auto [it, fresh] = local.emplace(e.label, static_cast<int>(labels.size()));
+        if (fresh) labels.push_back(labels_[e.label]);
+        e.label = it->second;
+      }
+      events.push_back(e);
+    }
+}
+
+void Recorder::replay_events(const std::vector<TimelineEvent>& events,
+                             const std::vector<std::string>& labels, int64_t t0, int item,
+                             int body) {
+  if (!keep_events_) return;
+  std::vector<int> ids;
+  for (const std::string& text : labels) ids.push_back(label(text));
+  for (TimelineEvent e : events) {
+    e.start += t0;
+    e.end += t0;
+    if (e.cause == Cause::busy) e.label = ids[e.label];
+    if (e.item >= 0) e.item = item;
+    if (e.body >= 0) e.body = static_cast<int16_t>(body);
+    events_[e.unit].push_back(e);
+  }
+}
+
 void Recorder::move_into(RunResult& r) {
   r.units = std::move(units_);
   r.unit_busy = std::move(busy_);

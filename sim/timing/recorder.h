@@ -77,6 +77,17 @@ class Recorder {
                                .cause = cause});
   }
 
+  // Events reported so far, per unit: a mark to take a kernel call's events from.
+  std::vector<size_t> event_marks() const;
+  // The events reported since `marks`, shifted to start at `t0`; busy events and spans get
+  // labels indexing `labels` (their text) instead of this recorder's ids.
+  void events_since(const std::vector<size_t>& marks, int64_t t0,
+                    std::vector<TimelineEvent>& events, std::vector<std::string>& labels) const;
+  // Events taken by events_since (in this run or another) reported again from `t0`, as part of
+  // program item `item` and loop-body position `body`.
+  void replay_events(const std::vector<TimelineEvent>& events,
+                     const std::vector<std::string>& labels, int64_t t0, int item, int body);
+
   void move_into(RunResult& r);
 
  private:
