@@ -82,97 +82,97 @@ std::string seconds(double s) {
   return s < 1 ? fmt::format("{:.3f}", s) : fmt::format("{:.2f}", s);
 }
 
-}  // namespace
-
-std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>& started) {
+// The figures measured so far; add() measures one more.
+class Figures {
+ public:
+  explicit Figures(const std::function<void(const std::string&)>& started) : started_(started) {}
+  template <typename Work, typename Warm>
+  void add(std::string what, double target_s, Work work, Warm warm) {
+    started_(what);
+    out.push_back(measure(std::move(what), target_s, work, warm));
+  }
+  template <typename Work>
+  void add(std::string what, double target_s, Work work) {
+    add(std::move(what), target_s, work, [] {});
+  }
   std::vector<BenchFigure> out;
-  auto add = [&](std::string what, double target, auto work, auto warm) {
-    started(what);
-    out.push_back(measure(std::move(what), target, work, warm));
-  };
-  auto cold = [] {};
-  const ChipSpec v5e = load_chip("v5e");
-  const auto matmul = kernels::pallas_matmul(kMatmul);
-  add(
-      "8192^3 matmul, 128^3 blocks, no timeline", 0.05,
-      [&] { return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3); },
-      cold);
-  add(
-      "8192^3 matmul, recording all its events (every step simulated)", 0.3,
-      [&] {
-        simulate_kernel(v5e, matmul, {.record_timeline = true, .fast_forward = false});
-        return std::string();
-      },
-      cold);
-  add("8192^3 matmul: all its events written as a trace (a child process)", 0, trace_peak_memory,
-      cold);
-  add(
-      "8192^3 matmul, its timeline with the fast-forward's spans", 0,
-      [&] {
-        simulate_kernel(v5e, matmul, {.record_timeline = true});
-        return std::string();
-      },
-      cold);
 
-  // The GUI's re-simulation: the program built, simulated with its timeline, laid out in lanes.
+ private:
+  const std::function<void(const std::string&)>& started_;
+};
+
+void matmul_figures(Figures& figures, const ChipSpec& v5e) {
+  const auto matmul = kernels::pallas_matmul(kMatmul);
+  figures.add("8192^3 matmul, 128^3 blocks, no timeline", 0.05, [&] {
+    return fmt::format("simulated {:.3f} ms", simulate_kernel(v5e, matmul).time_s * 1e3);
+  });
+  figures.add("8192^3 matmul, recording all its events (every step simulated)", 0.3, [&] {
+    simulate_kernel(v5e, matmul, {.record_timeline = true, .fast_forward = false});
+    return std::string();
+  });
+  figures.add("8192^3 matmul: all its events written as a trace (a child process)", 0,
+              trace_peak_memory);
+  figures.add("8192^3 matmul, its timeline with the fast-forward's spans", 0, [&] {
+    simulate_kernel(v5e, matmul, {.record_timeline = true});
+    return std::string();
+  });
+}
+
+// The GUI's re-simulation: the program built, simulated with its timeline, laid out in lanes.
+void gui_figures(Figures& figures, const ChipSpec& v5e) {
   const kernels::CatalogEntry& layer = kernels::find_kernel("gdn-layer");
-  double slowest = 0;
+  auto simulate_layer = [&](const kernels::KnobValues& v) {
+    const RunResult r = simulate(v5e, layer.program(v5e, v), {.record_timeline = true});
+    return fmt::format("{} lanes", layout_lanes(r).events.size());
+  };
   for (kernels::gdn::Build b : kernels::gdn::kBuilds) {
     kernels::KnobValues v = layer.defaults();
     v.set("build", kernels::gdn::name(b));
-    const std::string what =
-        "GUI: gdn-layer " + kernels::gdn::name(b) + " on v5e with its timeline";
-    add(
-        what, 0.05,
-        [&] {
-          const RunResult r = simulate(v5e, layer.program(v5e, v), {.record_timeline = true});
-          return fmt::format("{} lanes", layout_lanes(r).events.size());
-        },
-        cold);
-    slowest = std::max(slowest, out.back().wall_s);
+    figures.add("GUI: gdn-layer " + kernels::gdn::name(b) + " on v5e with its timeline", 0.05,
+                [&] { return simulate_layer(v); });
   }
-  // A knob change in the GUI: the kernels it leaves as they were replay from the cache.
-  kernels::KnobValues tile1 = layer.defaults(), tile8 = layer.defaults();
+  // A knob change: the kernels it leaves as they were replay from the cache.
+  kernels::KnobValues tile1 = layer.defaults();
   tile1.set("build", "heads");
-  tile8.set("build", "heads");
+  kernels::KnobValues tile8 = tile1;
   tile1.set("head-tile", int64_t{1});
   tile8.set("head-tile", int64_t{8});
-  add(
+  figures.add(
       "GUI: gdn-layer heads, head tile 1 -> 8 (the other kernels cached)", 0.05,
-      [&] {
-        const RunResult r = simulate(v5e, layer.program(v5e, tile8), {.record_timeline = true});
-        return fmt::format("{} lanes", layout_lanes(r).events.size());
-      },
-      [&] { simulate(v5e, layer.program(v5e, tile1), {.record_timeline = true}); });
+      [&] { return simulate_layer(tile8); }, [&] { simulate_layer(tile1); });
+}
 
+void step_figures(Figures& figures) {
   const Scenario b3 = load_scenario(repo_path(kB3));
-  add(
-      "B3 step: 1,048,576 tokens, context 64, v5p-64", 0.3,
-      [&] { return fmt::format("step {:.3f} s", predict_step(b3.step).step_time_s); }, cold);
+  figures.add("B3 step: 1,048,576 tokens, context 64, v5p-64", 0.3,
+              [&] { return fmt::format("step {:.3f} s", predict_step(b3.step).step_time_s); });
   Scenario flat = b3;  // the same chips and sequence, each chip holding a whole sequence
   flat.step.mesh.fsdp *= flat.step.mesh.context;
   flat.step.mesh.context = 1;
-  add(
-      "B3 step without context parallelism (fsdp 64)", 2.0,
-      [&] { return fmt::format("step {:.3f} s", predict_step(flat.step).step_time_s); }, cold);
+  figures.add("B3 step without context parallelism (fsdp 64)", 2.0,
+              [&] { return fmt::format("step {:.3f} s", predict_step(flat.step).step_time_s); });
 
   const int jobs = default_jobs();
-  add(
-      "validate: every calibration and blind scenario", 5.0,
-      [&] {
-        const Validation v = validate(default_validation_paths(), jobs);
-        return fmt::format("{} rows, {} blind, {} workers", v.rows.size(), v.blind.size(), jobs);
-      },
-      cold);
+  figures.add("validate: every calibration and blind scenario", 5.0, [&] {
+    const Validation v = validate(default_validation_paths(), jobs);
+    return fmt::format("{} rows, {} blind, {} workers", v.rows.size(), v.blind.size(), jobs);
+  });
   const Sweep sweep = load_sweep(repo_path("scenarios/sweeps/gdn_knob_grid.yaml"));
-  add(
-      "sweep: the GDN knob grid (scenarios/sweeps/gdn_knob_grid.yaml)", 20.0,
-      [&] {
-        const auto results = run_sweep(sweep, jobs, 0, 1, [](int, int) {});
-        return fmt::format("{} points, {} workers", results.size(), jobs);
-      },
-      cold);
-  return out;
+  figures.add("sweep: the GDN knob grid (scenarios/sweeps/gdn_knob_grid.yaml)", 20.0, [&] {
+    const auto results = run_sweep(sweep, jobs, 0, 1, [](int, int) {});
+    return fmt::format("{} points, {} workers", results.size(), jobs);
+  });
+}
+
+}  // namespace
+
+std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>& started) {
+  Figures figures(started);
+  const ChipSpec v5e = load_chip("v5e");
+  matmul_figures(figures, v5e);
+  gui_figures(figures, v5e);
+  step_figures(figures);
+  return std::move(figures.out);
 }
 
 std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown) {
