@@ -155,7 +155,7 @@ std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPredicti
     if (s.measured.count(m)) {
       const bool rate = m == "tflops_per_chip" || m == "mfu";
       rows.push_back({s.name, m, s.measured_source, metric(p, m) * (rate ? count_ratio : 1),
-                      s.measured.at(m)});
+                      s.measured.at(m), c.chip.name});
     }
   return rows;
 }
@@ -176,7 +176,9 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
       "-->\n\n";
   out +=
       "Predicted against measured for every scenario with measured values "
-      "(scenarios/calibration/).\n\n";
+      "(scenarios/calibration/).\n\n"
+      "![Every row predicted against measured, log axes, the +-10% band dashed, one colour per "
+      "chip](img/validation.svg)\n\n";
   out +=
       "| scenario | metric | predicted | measured | error | source |\n|---|---|---|---|---|---|\n";
   for (const ValidationRow& r : rows)

@@ -28,6 +28,7 @@ nlohmann::json batch_split_json(const StepConfig& c, const std::vector<BatchSpli
 struct ValidationRow {
   std::string scenario, metric, source;
   double predicted = 0, measured = 0;
+  std::string chip;
   double error_pct() const { return 100.0 * (predicted - measured) / measured; }
 };
 std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p);

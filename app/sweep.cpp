@@ -43,16 +43,17 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
   }
 }
 
-const std::vector<SweepMetric> kStepMetrics = {{"step_time_s"},
+using Kind = SweepMetric::Kind;
+const std::vector<SweepMetric> kStepMetrics = {{"step_time_s", Kind::number, true},
                                                {"tokens_per_s_per_chip"},
                                                {"tflops_per_chip"},
                                                {"mfu"},
-                                               {"peak_hbm_bytes", SweepMetric::Kind::integer},
-                                               {"fits_hbm", SweepMetric::Kind::boolean}};
-const std::vector<SweepMetric> kKernelMetrics = {{"time_s"},
+                                               {"peak_hbm_bytes", Kind::integer, true},
+                                               {"fits_hbm", Kind::boolean}};
+const std::vector<SweepMetric> kKernelMetrics = {{"time_s", Kind::number, true},
                                                  {"tflops_per_s"},
-                                                 {"hbm_bytes", SweepMetric::Kind::integer},
-                                                 {"vmem_peak_bytes", SweepMetric::Kind::integer}};
+                                                 {"hbm_bytes", Kind::integer, true},
+                                                 {"vmem_peak_bytes", Kind::integer, true}};
 
 std::vector<double> point_metrics(const Sweep& s, const SweepPoint& p) {
   if (s.kernel) {

@@ -40,6 +40,7 @@ struct SweepMetric {
   enum class Kind { number, integer, boolean };
   std::string name;
   Kind kind = Kind::number;
+  bool lower_is_better = false;  // times and bytes (else rates and shares)
 };
 
 struct Sweep {

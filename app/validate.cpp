@@ -125,7 +125,7 @@ Validation validate(const std::vector<std::string>& paths, int jobs,
     predict(load_chip(t.chip), t);
     for (const InverseRatioRow& r : t.rows)
       v.rows.push_back({std::filesystem::path(f).stem().string(), r.pass + "_time_ratio", t.source,
-                        r.predicted, r.measured()});
+                        r.predicted, r.measured(), t.chip});
   }
   return v;
 }

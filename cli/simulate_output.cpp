@@ -1,7 +1,11 @@
 #include "cli/simulate_output.h"
 
+#include <fmt/format.h>
+
 #include <iostream>
 
+#include "app/op_profile.h"
+#include "app/plots.h"
 #include "app/report.h"
 #include "app/timeline_svg.h"
 
@@ -14,6 +18,22 @@ void Outputs::add_to(CLI::App* cmd) {
   cmd->add_option("--window-us", window_us,
                   "time window of the SVG picture: FROM TO (microseconds)")
       ->expected(2);
+  cmd->add_option("--profile", profile,
+                  "write the op profile (ops by time, FLOP/s, HBM bandwidth, intensity, bound) "
+                  "to FILE: .csv, .json or text ('-': print it)");
+  cmd->add_option("--roofline", roofline, "write the ops on the chip's roofline (SVG) to FILE");
+}
+
+void Outputs::stage_profile(const RunResult& r, const ChipSpec& chip, const std::string& title,
+                            OutputFiles& files) const {
+  if (profile.empty() && roofline.empty()) return;
+  const std::vector<OpProfileRow> rows = op_profile(r, chip);
+  if (profile == "-")
+    std::cout << op_profile_text(rows);
+  else if (!profile.empty())
+    files.stage(profile, op_profile_file(profile, rows, chip));
+  if (!roofline.empty())
+    files.stage(roofline, roofline_svg(rows, chip, title), "open it in a web browser");
 }
 
 RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlohmann::json& config,
@@ -31,6 +51,7 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
     if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};
     files.stage(out.svg, timeline_svg(r, w), "open it in a web browser");
   }
+  out.stage_profile(r, chip, fmt::format("{} on {}", program.name, chip.name), files);
   files.commit();
   std::cout << summary_text(r, chip);
   if (program.items.size() > 1) std::cout << live_buffers_text(program, hbm_liveness(program));

@@ -2,12 +2,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "app/hlo_import.h"
+#include "app/plots.h"
 #include "app/program_import.h"
 #include "app/report.h"
 #include "app/scenario.h"
@@ -109,14 +111,19 @@ Command run_command(CLI::App& app) {
           j["batch_split"] = batch_split_json(sc.step, split);
           files.stage(a->out.json, json_text(j, 2) + "\n");
         }
+        // The trace and the op profile show one layer of each kind and the step's other parts.
+        ChipSpec chip = sc.step.chip;
+        chip.host_dispatch_s = 0;
         if (!a->out.trace.empty()) {
-          ChipSpec chip = sc.step.chip;
-          chip.host_dispatch_s = 0;
           auto r = std::make_shared<const RunResult>(
               simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
           files.stage(
               a->out.trace, [r](std::ostream& o) { write_chrome_trace(*r, o); }, kTraceViewer);
         }
+        if (!a->out.profile.empty() || !a->out.roofline.empty())
+          a->out.stage_profile(simulate(chip, one_of_each_part(sc.step)), chip,
+                               sc.name + ": one layer of each kind and the step's other parts",
+                               files);
         files.commit();
         std::cout << step_summary_text(sc, p) << batch_split_text(sc.step, split);
       }};
@@ -125,7 +132,7 @@ Command run_command(CLI::App& app) {
 Command validate_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> paths;
-    std::string json, markdown;
+    std::string json, markdown, plot;
     bool write = false;
     int jobs = 0;
   };
@@ -137,7 +144,10 @@ Command validate_command(CLI::App& app) {
   c->add_option("--json", a->json, "write the rows and the blind predictions as JSON to FILE");
   c->add_option("--markdown", a->markdown,
                 "write the report to FILE ('-': print it instead of the summary)");
-  c->add_flag("--write", a->write, "update the repository's docs/validation.md with the report");
+  c->add_flag("--write", a->write,
+              "update the repository's docs/validation.md (and its picture) with the report");
+  c->add_option("--plot", a->plot,
+                "write predicted against measured as a picture (SVG) to FILE, +-10% bands");
   c->add_option("--jobs", a->jobs, "worker processes (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   return {c, [a] {
@@ -150,7 +160,12 @@ Command validate_command(CLI::App& app) {
                          });
             const std::string md = v.markdown();
             OutputFiles files;
-            if (a->write) files.stage(repo_path("docs/validation.md"), md);
+            if (a->write) {
+              files.stage(repo_path("docs/validation.md"), md);
+              files.stage(repo_path("docs/img/validation.svg"), validation_svg(v.rows));
+            }
+            if (!a->plot.empty())
+              files.stage(a->plot, validation_svg(v.rows), "open it in a web browser");
             if (!a->markdown.empty() && a->markdown != "-") files.stage(a->markdown, md);
             if (!a->json.empty()) files.stage(a->json, json_text(v.json(), 2) + "\n");
             files.commit();
@@ -160,7 +175,7 @@ Command validate_command(CLI::App& app) {
 
 Command sweep_command(CLI::App& app) {
   struct Args {
-    std::string file, csv, json, shard = "0/1";
+    std::string file, csv, json, plot, metric, shard = "0/1";
     int jobs = 0;
   };
   auto a = std::make_shared<Args>();
@@ -173,6 +188,11 @@ Command sweep_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--csv", a->csv, "CSV output (default: <sweep name>[.shard-i-of-n].csv)");
   c->add_option("--json", a->json, "JSON output (default: <sweep name>[.shard-i-of-n].json)");
+  c->add_option("--plot", a->plot,
+                "write a picture (SVG) of a metric over the axes to FILE: a line for one axis, "
+                "a heatmap per pair of axes (each cell the best over the other axes)");
+  c->add_option("--metric", a->metric,
+                "the metric --plot shows (default: the first, step_time_s or time_s)");
   return {
       c, [a] {
         int si = 0, sn = 1;
@@ -181,6 +201,11 @@ Command sweep_command(CLI::App& app) {
             used != static_cast<int>(a->shard.size()))
           throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
         const Sweep sw = load_sweep(a->file);
+        const std::string metric = a->metric.empty() ? sw.metrics().front().name : a->metric;
+        if (!a->metric.empty() && a->plot.empty()) throw Error("sweep: --metric needs --plot");
+        if (std::none_of(sw.metrics().begin(), sw.metrics().end(),
+                         [&](const SweepMetric& m) { return m.name == metric; }))
+          sweep_svg(sw, {}, metric);  // names the metrics there are, before any point runs
         const bool tty = isatty(fileno(stderr));
         const auto start = std::chrono::steady_clock::now();
         const auto results =
@@ -201,6 +226,8 @@ Command sweep_command(CLI::App& app) {
         OutputFiles files;
         files.stage(a->csv.empty() ? stem + ".csv" : a->csv, sweep_csv(sw, results));
         files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
+        if (!a->plot.empty())
+          files.stage(a->plot, sweep_svg(sw, results, metric), "open it in a web browser");
         files.commit();
         int failed = 0;
         for (const PointResult& r : results) failed += !r.ok;

@@ -6,6 +6,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+pkg_check_modules(PLPLOT REQUIRED IMPORTED_TARGET plplot-c++)  # charts (app/plots.h)
+find_package(EXPAT REQUIRED)  # the tests read the charts' SVG
 find_package(ZLIB REQUIRED)  # gzip-compressed profiles (perfetto_trace.json.gz)
 
 # SystemC 2.3.4 on Debian is built as C++17; C++20 units must claim C++17 to link (environment.md).

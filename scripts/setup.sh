@@ -36,7 +36,7 @@ maxtext_source() {
 packages=(
   cmake ninja-build g++ pkg-config
   libsystemc-dev libeigen3-dev libyaml-cpp-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libplplot-dev libexpat1-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri libstb-dev xvfb xauth
 )

@@ -264,6 +264,40 @@ TEST_F(Cli, RunTraceHoldsOneLayerOfEachKind) {
     EXPECT_TRUE(stages.count(st)) << st;
 }
 
+// The op profile (text, CSV, JSON), the roofline and the plots of validate and sweep, from the
+// command line: written where asked, announced, and an unknown plot metric is refused before any
+// point runs.
+TEST_F(Cli, ProfilesRooflinesAndPlots) {
+  CmdResult r =
+      run(fmt::format("{} --profile {} --roofline {}", kMatmul, path("p.csv"), path("roof.svg")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(path("p.csv")).rfind("op,origin,calls,time_s,", 0), 0u);
+  EXPECT_NE(slurp(path("roof.svg")).find("</svg>"), std::string::npos);
+  EXPECT_NE(r.err.find("wrote " + path("roof.svg")), std::string::npos) << r.err;
+  r = run(fmt::format("{} --profile -", kMatmul));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("MXU      matmul"), std::string::npos) << r.out;
+  r = run(fmt::format("run {}/scenarios/calibration/c1/c1_ladder.yaml --profile {}",
+                      TPUSIM_SOURCE_DIR, path("p.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto profile = nlohmann::json::parse(slurp(path("p.json")));
+  EXPECT_GT(profile["ops"].size(), 10u);
+  r = run(fmt::format("validate {}/scenarios/calibration/c3 --plot {}", TPUSIM_SOURCE_DIR,
+                      path("v.svg")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(slurp(path("v.svg")).find("</svg>"), std::string::npos);  // plots_test reads them
+  const std::string sweep =
+      fmt::format("sweep {}/scenarios/sweeps/ladder_tiles.yaml --csv {} --json {}",
+                  TPUSIM_SOURCE_DIR, path("s.csv"), path("s.json"));
+  r = run(sweep + " --plot " + path("s.svg") + " --metric no_such_metric");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no metric 'no_such_metric'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("points/s"), std::string::npos) << "refused before running: " << r.err;
+  r = run(sweep + " --plot " + path("s.svg"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(slurp(path("s.svg")).find("</svg>"), std::string::npos);
+}
+
 TEST_F(Cli, ValidateWritesRowsAndTheReport) {
   const CmdResult r =
       run(fmt::format("validate {}/scenarios/calibration/c3 --json {} --markdown {}",
