@@ -135,8 +135,8 @@ void gui_figures(Figures& figures, const ChipSpec& v5e) {
   kernels::KnobValues tile1 = layer.defaults();
   tile1.set("build", "heads");
   kernels::KnobValues tile8 = tile1;
-  tile1.set("head-tile", int64_t{1});
-  tile8.set("head-tile", int64_t{8});
+  tile1.set("head-tile-fwd", int64_t{1});
+  tile8.set("head-tile-fwd", int64_t{8});
   figures.add(
       "GUI: gdn-layer heads, head tile 1 -> 8 (the other kernels cached)", 0.05,
       [&] { return simulate_layer(tile8); }, [&] { simulate_layer(tile1); });

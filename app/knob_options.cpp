@@ -33,32 +33,21 @@ KnobOptions::Slot& KnobOptions::add(CLI::App* cmd, const Knob& knob, const std::
 }
 
 void KnobOptions::add_kernel(CLI::App* cmd, const kernels::CatalogEntry& entry) {
-  for (const Knob& k : entry.knobs) {
-    std::string names = "--" + k.name;
-    for (const std::string& a : k.aliases) names += ",--" + a;
-    add(cmd, k, names, /*defaults=*/true);
-  }
+  for (const Knob& k : entry.knobs) add(cmd, k, "--" + k.name, /*defaults=*/true);
 }
 
 void KnobOptions::add_union(CLI::App* cmd, const std::vector<kernels::CatalogEntry>& entries) {
   std::set<std::string> seen;
   for (const kernels::CatalogEntry& e : entries)
-    for (const Knob& k : e.knobs) {
-      std::vector<std::string> names = {k.name};
-      names.insert(names.end(), k.aliases.begin(), k.aliases.end());
-      for (const std::string& n : names)
-        if (seen.insert(n).second) {
-          Slot& s = add(cmd, k, "--" + n, /*defaults=*/false);
-          s.name = n;
-        }
-    }
+    for (const Knob& k : e.knobs)
+      if (seen.insert(k.name).second) add(cmd, k, "--" + k.name, /*defaults=*/false);
 }
 
 void KnobOptions::apply(const kernels::CatalogEntry& entry, kernels::KnobValues& v) const {
   for (const Slot& s : slots_) {
     if (!s.has_default && s.option->count() == 0) continue;
     for (const Knob& k : entry.knobs)
-      if (k.answers_to(s.name) && k.type == s.type) {
+      if (k.name == s.name && k.type == s.type) {
         if (s.type == Knob::Type::integer)
           v.set(k.name, s.integer);
         else

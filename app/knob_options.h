@@ -11,11 +11,11 @@ namespace tpusim {
 
 class KnobOptions {
  public:
-  // The CLI's `kernel NAME`: one option per knob of `entry` (its aliases as further names),
-  // starting at the knob's default; required knobs are required options.
+  // The CLI's `kernel NAME`: one option per knob of `entry`, starting at the knob's default;
+  // required knobs are required options.
   void add_kernel(CLI::App* cmd, const kernels::CatalogEntry& entry);
-  // The GUI: one option per knob name or alias of any catalog kernel, without defaults; a given
-  // option sets the knob answering to that name in every kernel that has one.
+  // The GUI: one option per knob name of any catalog kernel, without defaults; a given option
+  // sets the knob of that name in every kernel that has one.
   void add_union(CLI::App* cmd, const std::vector<kernels::CatalogEntry>& entries);
   // Writes the options that hold a value (given ones, or all with defaults) into `v`, for the
   // knobs of `entry` they name.

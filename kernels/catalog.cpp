@@ -55,10 +55,6 @@ Knob Knob::choice(std::string name, std::vector<std::string> choices, std::strin
   return k;
 }
 
-bool Knob::answers_to(const std::string& n) const {
-  return n == name || std::find(aliases.begin(), aliases.end(), n) != aliases.end();
-}
-
 std::string Knob::key() const {
   std::string k = name;
   std::replace(k.begin(), k.end(), '-', '_');
@@ -92,7 +88,7 @@ KnobValues CatalogEntry::defaults() const {
 
 const Knob& CatalogEntry::knob(const std::string& n) const {
   for (const Knob& k : knobs)
-    if (k.answers_to(n)) return k;
+    if (k.name == n) return k;
   std::vector<std::string> names;
   for (const Knob& k : knobs) names.push_back(k.name);
   throw Error(

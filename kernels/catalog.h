@@ -18,7 +18,9 @@ namespace tpusim::kernels {
 
 struct Knob {
   enum class Type { integer, choice };
-  std::string name;  // as on the command line, without the dashes: "head-tile"
+  // As on the command line, without the dashes, and as the scenario files' keys write it with
+  // '_' for '-': "head-tile-fwd" (gdn.head_tile_fwd).
+  std::string name;
   Type type = Type::integer;
   std::string help;
   // integer knobs
@@ -27,9 +29,6 @@ struct Knob {
   std::vector<std::string> choices;
   std::string default_choice;
   std::string noun;  // for errors: "unknown {noun} 'x' (known: ...)"
-  // Other names the knob answers to on a command line (the GUI's --head-tile-bwd for the scan
-  // backward's head tile).
-  std::vector<std::string> aliases;
   // The CLI asks for it (no default there); the default still serves the GUI and the catalog test.
   bool required = false;
 
@@ -37,7 +36,6 @@ struct Knob {
                       std::string help);
   static Knob choice(std::string name, std::vector<std::string> choices, std::string default_choice,
                      std::string noun, std::string help);
-  bool answers_to(const std::string& n) const;
   // The JSON key of the knob: its name with '_' for '-'.
   std::string key() const;
 };

@@ -11,8 +11,8 @@ $t kernel matmul --chip v5p --m 4096 --k 4096 --n 4096 --bm 512 --bk 1024 --bn 1
   --svg docs/img/matmul_v5p_megacore.svg --window-us 105 125 >/dev/null
 $t kernel elementwise --chip v5e --rows 8192 --cols 2048 --block-rows 512 \
   --svg docs/img/elementwise_v5e.svg --window-us 100 140 >/dev/null
-$t kernel gdn-scan-fwd --head-tile 1 --svg docs/kernels/img/scan_fwd_th1.svg --window-us 300 306 >/dev/null
-$t kernel gdn-scan-fwd --head-tile 8 --svg docs/kernels/img/scan_fwd_th8.svg --window-us 300 306 >/dev/null
+$t kernel gdn-scan-fwd --head-tile-fwd 1 --svg docs/kernels/img/scan_fwd_th1.svg --window-us 300 306 >/dev/null
+$t kernel gdn-scan-fwd --head-tile-fwd 8 --svg docs/kernels/img/scan_fwd_th8.svg --window-us 300 306 >/dev/null
 $t kernel gdn-invert --tile-n 8 --svg docs/kernels/img/invert_ladder.svg --window-us 300 330 >/dev/null
 $t kernel gdn-solve-triangular --svg docs/kernels/img/solve_triangular.svg --window-us 1000 1040 >/dev/null
 # The generated table in docs/kernels/gdn.md.
@@ -23,8 +23,8 @@ awk -v table="$table" '
   !skip' docs/kernels/gdn.md > docs/kernels/gdn.md.tmp && mv docs/kernels/gdn.md.tmp docs/kernels/gdn.md
 # GUI screenshots (needs xvfb-run).
 G="xvfb-run -a -s '-screen 0 1600x1000x24' build/tpusim-gui"
-eval "$G --kernel gdn-scan-fwd --head-tile 1 --window-us 300 306 --screenshot docs/img/gui_scan_th1.png"
-eval "$G --kernel gdn-scan-fwd --head-tile 8 --window-us 300 306 --screenshot docs/img/gui_scan_th8.png"
+eval "$G --kernel gdn-scan-fwd --head-tile-fwd 1 --window-us 300 306 --screenshot docs/img/gui_scan_th1.png"
+eval "$G --kernel gdn-scan-fwd --head-tile-fwd 8 --window-us 300 306 --screenshot docs/img/gui_scan_th8.png"
 eval "$G --kernel gdn-invert --tile-n 8 --window-us 300 330 --screenshot docs/img/gui_ladder.png"
 eval "$G --kernel gdn-solve-triangular --window-us 1000 1040 --screenshot docs/img/gui_solve.png"
 eval "$G --kernel gdn-invert --compare gdn-solve-triangular --seq 1024 --screenshot docs/img/gui_compare_ladder_solve.png"

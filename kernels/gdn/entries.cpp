@@ -52,7 +52,7 @@ Program one_kernel(std::shared_ptr<const Kernel> k) {
 
 std::vector<Knob> gdn_shape_knobs() {
   const g::GdnShape d;
-  return {Knob::integer("batch", 1, kMaxExtent, d.batch, "per-device batch B"),
+  return {Knob::integer("batch-per-chip", 1, kMaxExtent, d.batch, "batch per chip B"),
           Knob::integer("seq", 1, kMaxSeq, d.seq, "sequence length T (a multiple of the chunk)"),
           Knob::integer("heads", 1, kMaxExtent, d.heads, "value heads H"),
           Knob::integer("chunk", 1, kMaxExtent, d.chunk, "chunk size C"),
@@ -62,7 +62,7 @@ std::vector<Knob> gdn_shape_knobs() {
 }
 
 g::GdnShape gdn_shape_of(const KnobValues& v) {
-  g::GdnShape s{.batch = v.integer("batch"),
+  g::GdnShape s{.batch = v.integer("batch-per-chip"),
                 .seq = v.integer("seq"),
                 .heads = v.integer("heads"),
                 .dk = v.integer("dk"),
@@ -79,33 +79,32 @@ CatalogEntry gdn_layer_entry() {
   return {"gdn-layer",
           "one GDN layer core, forward + remat forward + backward, for a build of the kernel "
           "change",
-          with_shape({build, head_tile("head-tile", "heads per scan forward grid cell"),
+          with_shape({build, head_tile("head-tile-fwd", "heads per scan forward grid cell"),
                       head_tile("head-tile-bwd", "heads per scan backward grid cell"), tile_n()}),
           [](const ChipSpec&, const KnobValues& v) {
             return g::layer_core(gdn_shape_of(v),
-                                 {g::parse_build(v.choice("build")), v.integer("head-tile"),
+                                 {g::parse_build(v.choice("build")), v.integer("head-tile-fwd"),
                                   v.integer("head-tile-bwd"), v.integer("tile-n")});
           }};
 }
 
 CatalogEntry gdn_scan_forward_entry() {
   return {"gdn-scan-fwd", "the inter-chunk scan forward kernel",
-          with_shape({head_tile("head-tile", "heads per grid cell"), precision()}),
+          with_shape({head_tile("head-tile-fwd", "heads per grid cell"), precision()}),
           [](const ChipSpec&, const KnobValues& v) {
             const g::GdnShape s = gdn_shape_of(v);
-            const int64_t th = v.integer("head-tile");
+            const int64_t th = v.integer("head-tile-fwd");
             return one_kernel(
                 g::scan_forward(s, {th > 0 ? th : g::default_tile(s.heads), precision_of(v)}));
           }};
 }
 
 CatalogEntry gdn_scan_backward_entry() {
-  Knob th = head_tile("head-tile", "heads per grid cell");
-  th.aliases = {"head-tile-bwd"};
-  return {"gdn-scan-bwd", "the inter-chunk scan backward kernel", with_shape({th, precision()}),
+  return {"gdn-scan-bwd", "the inter-chunk scan backward kernel",
+          with_shape({head_tile("head-tile-bwd", "heads per grid cell"), precision()}),
           [](const ChipSpec&, const KnobValues& v) {
             const g::GdnShape s = gdn_shape_of(v);
-            const int64_t th = v.integer("head-tile");
+            const int64_t th = v.integer("head-tile-bwd");
             return one_kernel(
                 g::scan_backward(s, {th > 0 ? th : g::default_tile(s.heads, 4), precision_of(v)}));
           }};

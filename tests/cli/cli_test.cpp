@@ -183,7 +183,7 @@ TEST_F(Cli, ChipCommandShowsValuesUnitsKindsAndSources) {
 
 TEST_F(Cli, GdnLayerJsonHasTimeAndStages) {
   const CmdResult r =
-      run(fmt::format("kernel gdn-layer --chip v5e --build heads --batch 1 --seq 1024 --heads 8 "
+      run(fmt::format("kernel gdn-layer --chip v5e --build heads --batch-per-chip 1 --seq 1024 --heads 8 "
                       "--chunk 128 --json {}",
                       path("g.json")));
   ASSERT_EQ(r.status, 0) << r.err;
@@ -205,7 +205,7 @@ TEST_F(Cli, GdnLayerJsonHasTimeAndStages) {
 
 TEST_F(Cli, EveryGdnKernelCommandRuns) {
   for (const char* cmd :
-       {"gdn-scan-fwd --head-tile 8", "gdn-scan-bwd --head-tile 4", "gdn-lax-scan --pass remat",
+       {"gdn-scan-fwd --head-tile-fwd 8", "gdn-scan-bwd --head-tile-bwd 4", "gdn-lax-scan --pass remat",
         "gdn-lax-scan --pass bwd", "gdn-invert --tile-n 4", "gdn-solve-triangular"}) {
     const CmdResult r = run(fmt::format("kernel {} --seq 1024 --heads 8", cmd));
     EXPECT_EQ(r.status, 0) << cmd << ": " << r.err;
@@ -218,10 +218,10 @@ TEST_F(Cli, GdnBadInput) {
                        "unknown GDN build 'fast' (known: main, scan, heads, ladder, doubling)");
   expect_clean_failure(run("kernel gdn-scan-fwd --seq 1000 --chunk 128"),
                        "GDN shape: seq 1000 is not a multiple of the chunk size 128");
-  expect_clean_failure(run("kernel gdn-scan-fwd --head-tile 5"),
+  expect_clean_failure(run("kernel gdn-scan-fwd --head-tile-fwd 5"),
                        "head tile 5 must divide the 32 heads");
   const CmdResult r =
-      run(fmt::format("kernel gdn-scan-bwd --head-tile 8 --json {}", path("x.json")));
+      run(fmt::format("kernel gdn-scan-bwd --head-tile-bwd 8 --json {}", path("x.json")));
   expect_clean_failure(r, "kernel 'gdn scan bwd (th=8)' needs 18.81 MiB");
   EXPECT_EQ(files(), 0u);
 }

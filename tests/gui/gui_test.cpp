@@ -83,7 +83,7 @@ int red_pixels(const Png& p, int x0, int y0, int x1, int y1) {
 
 TEST(Gui, HeadlessScreenshotDrawsTheTimeline) {
   int status = -1;
-  const Png p = screenshot("--kernel gdn-scan-fwd --head-tile 8 --seq 1024", &status);
+  const Png p = screenshot("--kernel gdn-scan-fwd --head-tile-fwd 8 --seq 1024", &status);
   ASSERT_EQ(status, 0);
   ASSERT_EQ(p.w, 1600);
   ASSERT_EQ(p.h, 1000);

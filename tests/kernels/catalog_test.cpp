@@ -39,7 +39,6 @@ TEST(Catalog, NamesAndKnobsAreUniqueAndDescribed) {
     for (const Knob& k : e.knobs) {
       EXPECT_FALSE(k.help.empty()) << e.name << " " << k.name;
       EXPECT_TRUE(names.insert(k.name).second) << e.name << " " << k.name;
-      for (const std::string& a : k.aliases) EXPECT_TRUE(names.insert(a).second) << a;
       if (k.type == Knob::Type::integer) {
         EXPECT_LE(k.min, k.default_int) << e.name << " " << k.name;
         EXPECT_LE(k.default_int, k.max) << e.name << " " << k.name;
@@ -84,9 +83,16 @@ TEST(Catalog, KnobsChangeTheProgram) {
             "GDN inversion ladder: tile_n 3 must divide the 8 chunks");
 }
 
-TEST(Catalog, AliasesNameTheSameKnob) {
-  const CatalogEntry& bwd = find_kernel("gdn-scan-bwd");
-  EXPECT_EQ(&bwd.knob("head-tile-bwd"), &bwd.knob("head-tile"));
+// The GDN knobs are named as the scenario files' gdn keys are (head_tile_fwd, head_tile_bwd,
+// tile_n) and the shape's batch as the scenario's batch_per_chip.
+TEST(Catalog, KnobsAreNamedAsTheScenarioKeys) {
+  EXPECT_EQ(find_kernel("gdn-layer").knob("head-tile-fwd").key(), "head_tile_fwd");
+  EXPECT_EQ(find_kernel("gdn-layer").knob("head-tile-bwd").key(), "head_tile_bwd");
+  EXPECT_EQ(find_kernel("gdn-layer").knob("tile-n").key(), "tile_n");
+  EXPECT_EQ(find_kernel("gdn-scan-fwd").knob("head-tile-fwd").key(), "head_tile_fwd");
+  EXPECT_EQ(find_kernel("gdn-scan-bwd").knob("head-tile-bwd").key(), "head_tile_bwd");
+  EXPECT_EQ(find_kernel("gdn-layer").knob("batch-per-chip").key(), "batch_per_chip");
+  EXPECT_THROW(find_kernel("gdn-scan-bwd").knob("head-tile"), Error);
 }
 
 TEST(Catalog, RegisteredKernelsJoinTheCatalog) {
