@@ -5,6 +5,7 @@
 // Xvfb). The window's frame loop is in gui/window.cpp, its panels in gui/*_panel.cpp.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "app/command_line.h"
 #include "app/knob_options.h"
@@ -39,9 +40,12 @@ int main(int argc, char** argv) {
   app.add_option("--chip", w.knobs.chip, "chip name or chip YAML file")->capture_default_str();
   app.add_option("--compare", compare,
                  "a second kernel drawn under the first on the same time axis");
-  app.add_option("--compare-build", compare_build, "GDN build of the compared kernel");
+  const auto builds = CLI::IsMember(kernels::gdn::build_names());
+  app.add_option("--compare-build", compare_build, "GDN build of the compared kernel")
+      ->check(builds);
   app.add_option("--step-build", step_build,
-                 "run the scenario's GDN layers in this build instead of the file's");
+                 "run the scenario's GDN layers in this build instead of the file's")
+      ->check(builds);
   app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
       ->expected(2);
   bool no_fast_forward = false;
@@ -66,7 +70,21 @@ int main(int argc, char** argv) {
       kernel = catalog_entry(p).name;
       w.scenario.clear();
     }
-    w.knobs.main = gui::switch_kernel(catalog_index(kernel), {});
+    // A bad flag's error names the flag.
+    auto named = [&](const char* flag, auto check) {
+      try {
+        check();
+        return std::optional<int>();
+      } catch (const Error& e) {
+        return std::optional<int>(fail(std::string(flag) + ": " + e.what()));
+      }
+    };
+    int shown = 0;
+    if (auto stop = named("--chip", [&] { load_chip(w.knobs.chip); })) return *stop;
+    if (auto stop = named("--kernel", [&] { shown = catalog_index(kernel); })) return *stop;
+    if (!compare.empty())
+      if (auto stop = named("--compare", [&] { catalog_index(compare); })) return *stop;
+    w.knobs.main = gui::switch_kernel(shown, {});
     knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
     if (!compare.empty()) {
       w.knobs.compare = gui::switch_kernel(catalog_index(compare), w.knobs.main.knobs);

@@ -195,6 +195,12 @@ int run_window(WindowOptions options) {
         std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", s.o.screenshot.c_str());
         exit_code = 2;
       }
+      // The picture shows a failed simulation's error; the exit status says so too.
+      for (const Outcome* failed : {&s.shown, &s.step_shown})
+        if (!failed->error.empty()) {
+          std::fprintf(stderr, "tpusim-gui: error: %s\n", failed->error.c_str());
+          exit_code = 2;
+        }
       break;
     }
     glfwSwapBuffers(window);

@@ -156,13 +156,37 @@ TEST(Gui, TooltipsNameTheShapesOfOpsAndBlocks) {
   EXPECT_EQ(tpusim::gui::event_shapes(p, other), "");  // no such item
 }
 
+// A bad flag stops the GUI before it opens a window, with one line naming the flag and what it
+// takes (no display needed).
+TEST(Gui, BadFlagsNameTheFlagAndItsValues) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--build nope", "--build: nope not in {main,scan,heads,ladder,doubling}"},
+      {"--seq 0", "--seq: 0 is outside 1..16777216"},
+      {"--chip v9", "--chip: unknown chip 'v9' (known chips: v5e, v5p, v6e)"},
+      {"--compare nope", "--compare: unknown kernel 'nope' (known: "},
+      {"--step-build x", "--step-build: x not in {main,scan,heads,ladder,doubling}"},
+      {"--head-tile-fwd -1", "--head-tile-fwd: -1 is outside 0..1024"},
+  };
+  const fs::path log = fs::temp_directory_path() / "tpusim_gui_bad_flag.log";
+  for (const auto& [flags, message] : cases) {
+    const int raw = std::system(
+        fmt::format("{} --kernel gdn-layer {} >{} 2>&1", TPUSIM_GUI, flags, log.string()).c_str());
+    EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2) << flags;
+    std::ifstream in(log);
+    const std::string text(std::istreambuf_iterator<char>(in), {});
+    EXPECT_EQ(text.rfind(std::string("tpusim-gui: error: ") + message, 0), 0u) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  }
+}
+
 TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   const fs::path bad = fs::temp_directory_path() / "tpusim_gui_bad_scenario.yaml";
   std::ofstream(bad)
       << "chip: v5e\nchips: 256\nmodel: maxtext-16b\nseq: 2048\nbatch_per_chip: 6\nwat: 1\n";
   int status = -1;
   const Png p = screenshot(bad.string() + " --kernel gdn-invert --seq 1024", &status);
-  EXPECT_EQ(status, 0);
+  EXPECT_EQ(status, 2);  // the screenshot is written, and the exit status reports the failure
+  EXPECT_NE(p.log.find("tpusim-gui: error: "), std::string::npos) << p.log;
   ASSERT_EQ(p.w, 1600);
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);  // the kernel still ran and drew
   EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);  // and the file's error is in the window
@@ -172,7 +196,7 @@ TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
   int status = -1;
   const Png p =
       screenshot("--kernel gdn-scan-bwd --head-tile-bwd 8", &status);  // over v5e's 16 MiB VMEM
-  EXPECT_EQ(status, 0);
+  EXPECT_EQ(status, 2);
   ASSERT_EQ(p.w, 1600);
   // No timeline, but the red error text in the totals panel.
   EXPECT_LT(coloured_pixels(p, 120, 380, 1580, 640), 1000);
