@@ -34,13 +34,6 @@ std::string bound(const KernelStats& k, const ChipSpec& chip) {
   return mxu_cycles >= 0.5 * static_cast<double>(busy) ? "MXU" : "VPU";
 }
 
-std::string si(double v, const char* unit) {
-  if (v >= 1e12) return fmt::format("{:.2f} T{}", v / 1e12, unit);
-  if (v >= 1e9) return fmt::format("{:.2f} G{}", v / 1e9, unit);
-  if (v >= 1e6) return fmt::format("{:.2f} M{}", v / 1e6, unit);
-  return fmt::format("{:.0f} {}", v, unit);
-}
-
 }  // namespace
 
 std::vector<OpProfileRow> op_profile(const RunResult& r, const ChipSpec& chip) {
@@ -87,8 +80,9 @@ std::string op_profile_text(const std::vector<OpProfileRow>& rows) {
                                 "share", "calls", "FLOP/s", "HBM B/s", "FLOP/B", "bound", "op");
   for (const OpProfileRow& r : rows)
     out += fmt::format("{:>10.4f} {:>5.1f}% {:>5}  {:>12} {:>11} {:>9.1f}  {:<8} {} [{}]\n",
-                       r.time_s * 1e3, 100 * r.share, r.calls, si(r.flops_per_s(), "FLOP/s"),
-                       si(r.hbm_bytes_per_s(), "B/s"), r.intensity(), r.bound, r.name, r.origin);
+                       r.time_s * 1e3, 100 * r.share, r.calls, format_si(r.flops_per_s(), "FLOP/s"),
+                       format_si(r.hbm_bytes_per_s(), "B/s"), r.intensity(), r.bound, r.name,
+                       r.origin);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -25,7 +26,28 @@ std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
   return g;
 }
 
+// What the lane names of the unit-busy line stand for, for the units this run has.
+std::string unit_legend(const RunResult& r) {
+  int mxus = 0, dmas = 0;
+  for (const UnitInfo& u : r.units) {
+    if (u.core == 0 && u.kind == UnitKind::mxu) ++mxus;
+    if (u.core == 0 && u.kind == UnitKind::dma) ++dmas;
+  }
+  return fmt::format(
+      "  (tcN: TensorCore N, with mxu0-{} its matrix units, vpu its vector unit, eup its "
+      "transcendental unit, dma0-{} its DMA queues; hbm: the HBM pipe)\n",
+      mxus - 1, dmas - 1);
+}
+
 }  // namespace
+
+std::string format_si(double v, const char* unit) {
+  static constexpr std::pair<double, const char*> kPrefixes[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& [scale, prefix] : kPrefixes)
+    if (std::abs(v) >= scale) return fmt::format("{:.2f} {}{}", v / scale, prefix, unit);
+  return fmt::format("{:.0f} {}", v, unit);
+}
 
 std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
   std::vector<std::pair<std::string, int64_t>> out;
@@ -52,14 +74,15 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
                                 : "";
   out += fmt::format("chip {}  time {:.4f} ms{}  ({} cycles at {:.3g} GHz)\n", r.chip,
                      r.time_s * 1e3, split, r.cycles, chip.clock_hz / 1e9);
-  out += fmt::format("flops {:.4g}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s bf16 peak\n",
-                     static_cast<double>(r.flops), tflops,
+  out += fmt::format("work {}  ->  {:.1f} TFLOP/s, {:.1f}% of the {:.0f} TFLOP/s bf16 peak\n",
+                     format_si(static_cast<double>(r.flops), "FLOP"), tflops,
                      100 * tflops * 1e12 / chip.peak_bf16_flops, chip.peak_bf16_flops / 1e12);
-  out += fmt::format("HBM {} read, {} written  ->  {:.1f} GB/s ({:.1f}% of {:.0f} GB/s)\n",
-                     format_bytes(r.hbm_read_bytes), format_bytes(r.hbm_write_bytes),
-                     r.hbm_bytes() / r.time_s / 1e9,
-                     100 * r.hbm_bytes() / r.time_s / chip.hbm_bytes_per_s,
-                     chip.hbm_bytes_per_s / 1e9);
+  // Bytes in decimal units here, as the bandwidths they are compared with.
+  out += fmt::format(
+      "HBM {} read, {} written  ->  {:.1f} GB/s ({:.1f}% of {:.0f} GB/s)\n",
+      format_si(static_cast<double>(r.hbm_read_bytes), "B"),
+      format_si(static_cast<double>(r.hbm_write_bytes), "B"), r.hbm_bytes() / r.time_s / 1e9,
+      100 * r.hbm_bytes() / r.time_s / chip.hbm_bytes_per_s, chip.hbm_bytes_per_s / 1e9);
   out += "TensorCore 0 time:";
   for (int c = 0; c < kNumCauses; ++c)
     if (r.time[c] > 0)
@@ -68,7 +91,7 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
   for (size_t u = 0; u < r.units.size(); ++u)
     if (r.unit_busy[u] > 0)
       out += fmt::format("  {} {:.1f}%", r.units[u].name, 100.0 * r.unit_busy[u] / r.cycles);
-  out += "\n";
+  out += "\n" + unit_legend(r);
   const auto stages = stage_cycles(r);
   if (stages.size() > 1) {
     out += "by stage:";
@@ -77,10 +100,11 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip) {
     out += "\n";
   }
   for (const KernelStats& k : r.kernels)
-    out += fmt::format("kernel {} [{}] grid {} x{}: VMEM {} of {} ({:.1f}%)\n", k.name,
-                       origin_name(k.origin), fmt::join(k.grid, "x"), k.calls,
-                       format_bytes(k.vmem.total_bytes), format_bytes(k.vmem_limit_bytes),
-                       100.0 * k.vmem.total_bytes / k.vmem_limit_bytes);
+    out +=
+        fmt::format("kernel {} [{}] grid {}, {} call{}: VMEM {} of {} ({:.1f}%)\n", k.name,
+                    origin_name(k.origin), fmt::join(k.grid, "x"), k.calls, k.calls == 1 ? "" : "s",
+                    format_bytes(k.vmem.total_bytes), format_bytes(k.vmem_limit_bytes),
+                    100.0 * k.vmem.total_bytes / k.vmem_limit_bytes);
   return out;
 }
 

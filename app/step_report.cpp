@@ -52,11 +52,11 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
                   p.fits_hbm ? "fits"
                              : fmt::format("does NOT fit: over by {}",
                                            format_bytes(p.peak_hbm_bytes - p.hbm_capacity_bytes)));
-  out += "by part:\n";
+  out += "by part (per instance; how many the step runs):\n";
   for (const StepPart& part : p.parts)
     out += fmt::format(
-        "  {:<42} x{:<3} compute {:9.3f} ms  exposed collectives {:8.3f} ms  -> {:6.1f}% of the "
-        "step\n",
+        "  {:<42} {:>3} x  compute {:9.3f} ms  exposed collectives {:8.3f} ms  -> {:6.1f}% of "
+        "the step\n",
         part.name, part.count, part.compute_s * 1e3, part.exposed_s * 1e3,
         100 * part.count * (part.compute_s + part.exposed_s) / p.step_time_s);
   std::array<double, kNumCauses> causes{};
