@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the timeline pictures in docs/img from the simulator (after scripts/build.sh).
+# Regenerates the timeline pictures and charts in docs/img from the simulator (after
+# scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=build/tpusim
@@ -15,6 +16,13 @@ $t kernel gdn-scan-fwd --head-tile-fwd 1 --svg docs/kernels/img/scan_fwd_th1.svg
 $t kernel gdn-scan-fwd --head-tile-fwd 8 --svg docs/kernels/img/scan_fwd_th8.svg --window-us 300 306 >/dev/null
 $t kernel gdn-invert --tile-n 8 --svg docs/kernels/img/invert_ladder.svg --window-us 300 330 >/dev/null
 $t kernel gdn-solve-triangular --svg docs/kernels/img/solve_triangular.svg --window-us 1000 1040 >/dev/null
+# Charts: the GDN layer's roofline (docs/cli.md), the GDN knob sweep (docs/sweeps.md);
+# docs/img/validation.svg comes with `build/tpusim validate --write`.
+$t kernel gdn-layer --build ladder --roofline docs/img/roofline_gdn_ladder_v5e.svg >/dev/null
+out=$(mktemp -d)
+$t sweep scenarios/sweeps/gdn_knobs.yaml --csv "$out/s.csv" --json "$out/s.json" \
+  --plot docs/img/sweep_gdn_knobs.svg >/dev/null
+rm -r "$out"
 # The generated table in docs/kernels/gdn.md.
 table=$($t gdn-builds)
 awk -v table="$table" '

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "app/op_profile.h"
+#include "kernels/catalog.h"
 #include "kernels/gdn/layer.h"
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
@@ -157,6 +159,34 @@ TEST(Plots, SweepHeatmapsHaveOneCellPerPairOfValuesThatRan) {
     }
   EXPECT_EQ(total(filled_shapes(sweep_svg(s, results, "step_time_s"))), cells);
   EXPECT_THROW(sweep_svg(s, results, "no_such_metric"), Error);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The pictures in docs/: well-formed, with one marker per row of docs/validation.md (both written
+// by `validate --write`) and one per placed op of the GDN layer whose roofline docs/cli.md shows.
+TEST(Plots, TheDocsPicturesHoldOnePointPerRowAndOp) {
+  const std::string md = slurp(repo("docs/validation.md"));
+  int rows = 0;
+  std::istringstream lines(md.substr(md.find("| scenario | metric |")));
+  std::string line;
+  std::getline(lines, line);  // header
+  std::getline(lines, line);  // separator
+  while (std::getline(lines, line) && line.rfind("| ", 0) == 0) ++rows;
+  EXPECT_GT(rows, 40);
+  EXPECT_EQ(total(filled_shapes(slurp(repo("docs/img/validation.svg")))), rows)
+      << "run `build/tpusim validate --write`";
+
+  const ChipSpec v5e = load_chip("v5e");
+  const kernels::CatalogEntry& layer = kernels::find_kernel("gdn-layer");
+  const RunResult r = simulate(v5e, layer.program(v5e, layer.defaults()));
+  int placed = 0;
+  for (const OpProfileRow& row : op_profile(r, v5e)) placed += row.flops > 0 && row.hbm_bytes > 0;
+  EXPECT_EQ(total(filled_shapes(slurp(repo("docs/img/roofline_gdn_ladder_v5e.svg")))), placed)
+      << "run scripts/docs_images.sh";
 }
 
 }  // namespace
