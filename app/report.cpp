@@ -167,7 +167,13 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
   return j;
 }
 
-void write_chrome_trace(const RunResult& r, std::ostream& out) {
+void print_trace_progress(size_t done, size_t total) {
+  fmt::print(stderr, "trace: {} of {} events written\n", done, total);
+}
+
+void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress) {
+  constexpr size_t kLongTrace = 1'000'000;
+  const size_t tenth = r.events.size() >= kLongTrace && progress ? r.events.size() / 10 : 0;
   // Written event by event (a document of millions of events would need gigabytes): strings are
   // escaped once each, by the JSON library, and numbers in their shortest exact form.
   auto quoted = [](const std::string& s) { return json_text(nlohmann::json(s)); };
@@ -217,6 +223,7 @@ void write_chrome_trace(const RunResult& r, std::ostream& out) {
                    (e.end - e.start) * us_per_cycle, labels[e.label], e.unit,
                    e.start * us_per_cycle, i + 1 < r.events.size() ? "," : "");
     if (buf.size() > (1 << 20)) flush();
+    if (tenth > 0 && (i + 1) % tenth == 0) progress(i + 1, r.events.size());
   }
   if (r.events.empty() && buf.size() > 0 && buf[buf.size() - 1] == ',') buf.resize(buf.size() - 1);
   fmt::format_to(std::back_inserter(buf), "]}}\n");

@@ -35,7 +35,12 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
 
 // The Chrome trace-event JSON of a run, written as it goes: memory does not grow with the trace.
-void write_chrome_trace(const RunResult& r, std::ostream& out);
+// `progress(events written, events)` is called every tenth of a trace of a million events or
+// more (writing one takes seconds).
+using TraceProgress = std::function<void(size_t done, size_t total)>;
+void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress = {});
+// Progress lines on stderr for the commands that write traces.
+void print_trace_progress(size_t done, size_t total);
 
 class OutputFiles {
  public:

@@ -45,7 +45,8 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   if (!out.json.empty()) files.stage(out.json, json_text(result_json(r, chip, config), 2) + "\n");
   if (!out.trace.empty())  // committed below, while `r` lives
     files.stage(
-        out.trace, [&r](std::ostream& o) { write_chrome_trace(r, o); }, kTraceViewer);
+        out.trace, [&r](std::ostream& o) { write_chrome_trace(r, o, print_trace_progress); },
+        kTraceViewer);
   if (!out.svg.empty()) {
     SvgWindow w;
     if (out.window_us.size() == 2) w = {out.window_us[0], out.window_us[1]};

@@ -118,7 +118,9 @@ Command run_command(CLI::App& app) {
           auto r = std::make_shared<const RunResult>(
               simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
           files.stage(
-              a->out.trace, [r](std::ostream& o) { write_chrome_trace(*r, o); }, kTraceViewer);
+              a->out.trace,
+              [r](std::ostream& o) { write_chrome_trace(*r, o, print_trace_progress); },
+              kTraceViewer);
         }
         if (!a->out.profile.empty() || !a->out.roofline.empty())
           a->out.stage_profile(simulate(chip, one_of_each_part(sc.step)), chip,

@@ -43,6 +43,30 @@ RunResult small_matmul_run() {
                          {.record_timeline = true});
 }
 
+// A trace of a million events or more reports its progress ten times; a short one does not.
+TEST(Report, LongTracesReportProgress) {
+  RunResult r = small_matmul_run();
+  const TimelineEvent e = r.events.front();
+  std::vector<size_t> calls;
+  auto progress = [&](size_t done, size_t total) {
+    EXPECT_EQ(total, r.events.size());
+    calls.push_back(done);
+  };
+  std::ostringstream short_trace;
+  write_chrome_trace(r, short_trace, progress);
+  EXPECT_TRUE(calls.empty());
+  r.events.resize(1'000'000, e);
+  struct Discard : std::streambuf {
+    int overflow(int c) override { return c; }
+    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+  } discard;
+  std::ostream out(&discard);
+  write_chrome_trace(r, out, progress);
+  ASSERT_EQ(calls.size(), 10u);
+  EXPECT_EQ(calls.front(), 100'000u);
+  EXPECT_EQ(calls.back(), 1'000'000u);
+}
+
 TEST(Report, TraceHasNamedTracksAndMicrosecondTimes) {
   const RunResult r = small_matmul_run();
   const nlohmann::json t = nlohmann::json::parse(trace_text(r));
