@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "app/chrome_trace.h"
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/sweep.h"

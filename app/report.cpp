@@ -1,11 +1,13 @@
 #include "app/report.h"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "app/version.h"
@@ -16,15 +18,6 @@ namespace tpusim {
 namespace {
 
 std::string origin_name(Origin o) { return o == Origin::pallas ? "pallas" : "xla"; }
-
-std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& grid) {
-  std::vector<int64_t> g(grid.size());
-  for (int d = static_cast<int>(grid.size()) - 1; d >= 0; --d) {
-    g[d] = flat % grid[d];
-    flat /= grid[d];
-  }
-  return g;
-}
 
 // What the lane names of the unit-busy line stand for, for the units this run has.
 std::string unit_legend(const RunResult& r) {
@@ -37,6 +30,57 @@ std::string unit_legend(const RunResult& r) {
       "  (tcN: TensorCore N, with mxu0-{} its matrix units, vpu its vector unit, eup its "
       "transcendental unit, dma0-{} its DMA queues; hbm: the HBM pipe)\n",
       mxus - 1, dmas - 1);
+}
+
+// What is written to it goes to `out` compressed as gzip (zlib's deflate with a gzip header).
+class GzipBuffer : public std::streambuf {
+ public:
+  explicit GzipBuffer(std::ostream& out) : out_(out) {
+    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) ==
+          Z_OK;
+    setp(in_, in_ + sizeof in_);
+  }
+  GzipBuffer(const GzipBuffer&) = delete;
+  GzipBuffer& operator=(const GzipBuffer&) = delete;
+  ~GzipBuffer() override { deflateEnd(&z_); }
+  // Compresses what is left and ends the stream; false if anything failed.
+  bool finish() { return deflate_pending(Z_FINISH) && ok_; }
+
+ protected:
+  int overflow(int c) override {
+    if (!deflate_pending(Z_NO_FLUSH)) return traits_type::eof();
+    if (c != traits_type::eof()) {
+      *pptr() = static_cast<char>(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  bool deflate_pending(int flush) {
+    z_.next_in = reinterpret_cast<Bytef*>(pbase());
+    z_.avail_in = static_cast<uInt>(pptr() - pbase());
+    int rc = Z_OK;
+    do {
+      z_.next_out = reinterpret_cast<Bytef*>(out_buffer_);
+      z_.avail_out = sizeof out_buffer_;
+      rc = deflate(&z_, flush);
+      if (rc == Z_STREAM_ERROR) ok_ = false;
+      out_.write(out_buffer_, static_cast<std::streamsize>(sizeof out_buffer_ - z_.avail_out));
+    } while (ok_ && (z_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END)));
+    setp(in_, in_ + sizeof in_);
+    return ok_ && static_cast<bool>(out_);
+  }
+  std::ostream& out_;
+  z_stream z_{};
+  bool ok_ = false;
+  char in_[1 << 16];
+  char out_buffer_[1 << 16];
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -167,69 +211,6 @@ nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohm
   return j;
 }
 
-void print_trace_progress(size_t done, size_t total) {
-  fmt::print(stderr, "trace: {} of {} events written\n", done, total);
-}
-
-void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress) {
-  constexpr size_t kLongTrace = 1'000'000;
-  const size_t tenth = r.events.size() >= kLongTrace && progress ? r.events.size() / 10 : 0;
-  // Written event by event (a document of millions of events would need gigabytes): strings are
-  // escaped once each, by the JSON library, and numbers in their shortest exact form.
-  auto quoted = [](const std::string& s) { return json_text(nlohmann::json(s)); };
-  std::vector<std::string> labels, items, stages;
-  for (const std::string& l : r.labels) labels.push_back(quoted(l));
-  for (const ItemResult& i : r.items) {
-    items.push_back(quoted(i.name));
-    stages.push_back(quoted(i.stage));
-  }
-  const double us_per_cycle = 1e6 / r.clock_hz;
-  fmt::memory_buffer buf;
-  auto flush = [&] {
-    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-    buf.clear();
-  };
-  auto meta = [&](const char* name, size_t tid, const std::string& args) {
-    fmt::format_to(std::back_inserter(buf),
-                   R"({{"args":{},"name":"{}","ph":"M","pid":0,"tid":{}}},)", args, name, tid);
-  };
-  fmt::format_to(std::back_inserter(buf), R"({{"displayTimeUnit":"ns","traceEvents":[)");
-  meta("process_name", 0, fmt::format(R"({{"name":{}}})", quoted("tpusim " + r.chip)));
-  for (size_t u = 0; u < r.units.size(); ++u) {
-    meta("thread_name", u, fmt::format(R"({{"name":{}}})", quoted(r.units[u].name)));
-    meta("thread_sort_index", u, fmt::format(R"({{"sort_index":{}}})", u));
-  }
-  for (size_t i = 0; i < r.events.size(); ++i) {
-    const TimelineEvent& e = r.events[i];
-    auto it = std::back_inserter(buf);
-    fmt::format_to(it, R"({{"args":{{)");
-    const char* sep = "";
-    if (e.cause != Cause::busy) {
-      fmt::format_to(it, R"("cause":"{}")", name(e.cause));
-      sep = ",";
-    }
-    if (e.item >= 0) {
-      const ItemResult& item = r.items[e.item];
-      if (e.step >= 0 && item.kernel >= 0)
-        fmt::format_to(it, R"({}"grid":[{}])", sep,
-                       fmt::join(unflatten(e.step, r.kernels[item.kernel].grid), ","));
-      fmt::format_to(it, R"({}"item":{},"stage":{})", e.step >= 0 && item.kernel >= 0 ? "," : sep,
-                     items[e.item], stages[e.item]);
-    }
-    fmt::format_to(it, R"(}},"cat":"{}","dur":{},"name":{},"ph":"X","pid":0,"tid":{},"ts":{}}}{})",
-                   e.op == kFastForwardedSpan ? "fast-forward"
-                   : e.cause == Cause::busy   ? "op"
-                                              : "stall",
-                   (e.end - e.start) * us_per_cycle, labels[e.label], e.unit,
-                   e.start * us_per_cycle, i + 1 < r.events.size() ? "," : "");
-    if (buf.size() > (1 << 20)) flush();
-    if (tenth > 0 && (i + 1) % tenth == 0) progress(i + 1, r.events.size());
-  }
-  if (r.events.empty() && buf.size() > 0 && buf[buf.size() - 1] == ',') buf.resize(buf.size() - 1);
-  fmt::format_to(std::back_inserter(buf), "]}}\n");
-  flush();
-}
-
 std::string json_text(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -272,13 +253,23 @@ void OutputFiles::commit() {
   for (const File& file : files_) {
     const std::string tmp = file.path + ".tmp";
     std::ofstream f(tmp, std::ios::binary);
-    if (file.write)
+    bool compressed = true;
+    if (ends_with(file.path, ".gz")) {  // any output named .gz is compressed
+      auto gz = std::make_unique<GzipBuffer>(f);
+      std::ostream z(gz.get());
+      if (file.write)
+        file.write(z);
+      else
+        z << file.content;
+      compressed = z.flush() && gz->finish();
+    } else if (file.write) {
       file.write(f);
-    else
+    } else {
       f << file.content;
+    }
     f.close();
     temps.push_back(tmp);
-    if (!f) {
+    if (!f || !compressed) {
       discard();
       throw Error(fmt::format("cannot write '{}'", file.path));
     }

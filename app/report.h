@@ -1,6 +1,6 @@
-// Turns a RunResult into what people and tools read: a text summary, the results JSON and a Chrome
-// trace-event JSON (opens in Perfetto: one named track per unit, ts in microseconds). Output files
-// are staged and only written once everything succeeded, so a failed run leaves no partial files.
+// Turns a RunResult into what people and tools read: a text summary and the results JSON (the
+// Chrome trace is app/chrome_trace.h). Output files are staged and only written once everything
+// succeeded, so a failed run leaves no partial files.
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -34,14 +34,6 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);
 // `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
 
-// The Chrome trace-event JSON of a run, written as it goes: memory does not grow with the trace.
-// `progress(events written, events)` is called every tenth of a trace of a million events or
-// more (writing one takes seconds).
-using TraceProgress = std::function<void(size_t done, size_t total)>;
-void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress = {});
-// Progress lines on stderr for the commands that write traces.
-void print_trace_progress(size_t done, size_t total);
-
 class OutputFiles {
  public:
   // `how_to_open`: a hint printed after the file, e.g. where a trace opens.
@@ -49,8 +41,8 @@ class OutputFiles {
   // A file too large to hold in memory: `write` streams it into the temporary file at commit.
   void stage(const std::string& path, std::function<void(std::ostream&)> write,
              std::string how_to_open = "");
-  // Writes each staged file to a temporary name, then renames all of them into place, and says
-  // on stderr what was written: "wrote PATH (SIZE)".
+  // Writes each staged file to a temporary name (compressed as gzip when its path ends in .gz),
+  // then renames all of them into place, and says on stderr what was written: "wrote PATH (SIZE)".
   void commit();
 
  private:
@@ -64,8 +56,5 @@ class OutputFiles {
 // JSON text of `j` (indented when indent >= 0); bytes that are not UTF-8 (a name from a file)
 // become U+FFFD instead of aborting the dump.
 std::string json_text(const nlohmann::json& j, int indent = -1);
-
-// Where a Chrome trace-event file opens.
-inline constexpr const char* kTraceViewer = "open it in https://ui.perfetto.dev";
 
 }  // namespace tpusim

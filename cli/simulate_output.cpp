@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "app/chrome_trace.h"
 #include "app/op_profile.h"
 #include "app/plots.h"
 #include "app/report.h"
@@ -45,7 +46,10 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   if (!out.json.empty()) files.stage(out.json, json_text(result_json(r, chip, config), 2) + "\n");
   if (!out.trace.empty())  // committed below, while `r` lives
     files.stage(
-        out.trace, [&r](std::ostream& o) { write_chrome_trace(r, o, print_trace_progress); },
+        out.trace,
+        [&r, &config](std::ostream& o) {
+          write_chrome_trace(r, o, print_trace_progress, nlohmann::json{{"config", config}});
+        },
         kTraceViewer);
   if (!out.svg.empty()) {
     SvgWindow w;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/chrome_trace.h"
 #include "app/hlo_import.h"
 #include "app/plots.h"
 #include "app/program_import.h"
@@ -119,7 +120,13 @@ Command run_command(CLI::App& app) {
               simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
           files.stage(
               a->out.trace,
-              [r](std::ostream& o) { write_chrome_trace(*r, o, print_trace_progress); },
+              [r, name = sc.name, file = sc.file](std::ostream& o) {
+                write_chrome_trace(
+                    *r, o, print_trace_progress,
+                    {{"scenario", name},
+                     {"file", file},
+                     {"program", "one layer of each kind and the step's other parts"}});
+              },
               kTraceViewer);
         }
         if (!a->out.profile.empty() || !a->out.roofline.empty())

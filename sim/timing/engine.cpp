@@ -95,6 +95,7 @@ class Chip : public sc_core::sc_module {
         rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
                   {.item = static_cast<int>(i)});
         done[i] = free;
+        (*items)[i].start = start;
         (*items)[i].cycles = free - start;
         collectives_done = std::max(collectives_done, free);
         continue;
@@ -111,6 +112,7 @@ class Chip : public sc_core::sc_module {
             run_kernel(static_cast<int>(i), static_cast<int>(j), *loop.body[j], j == 0);
       }
       done[i] = now_cycles();
+      (*items)[i].start = t0;
       (*items)[i].cycles = now_cycles() - t0;
     }
     if (collectives_done > now_cycles()) wait(cycles(collectives_done - now_cycles()));
@@ -330,7 +332,9 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
     Chip top("chip", chip, program, rec, options);
     top.stats = &r.kernels;
     for (const ProgramItem& item : program.items)
-      r.items.push_back({item.name, item.stage.empty() ? item.name : item.stage});
+      r.items.push_back({.name = item.name,
+                         .stage = item.stage.empty() ? item.name : item.stage,
+                         .deps = item.deps});
     top.items = &r.items;
     sc_core::sc_start();
     top.collect(r);

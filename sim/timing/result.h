@@ -73,7 +73,9 @@ struct ItemResult {
   std::string name;
   std::string stage;   // its stage label (or its name)
   int kernel = -1;     // index into RunResult::kernels of its (first) kernel, -1 if none
+  int64_t start = 0;   // the cycle it started
   int64_t cycles = 0;  // from its start to its end
+  std::vector<int> deps;  // the items it waited for (ProgramItem::deps)
 };
 
 struct RunResult {

@@ -3,9 +3,15 @@
 #include "app/report.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
+#include "app/chrome_trace.h"
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
@@ -88,17 +94,21 @@ TEST(Report, TraceEventsCarryEachTimelineEvent) {
   const nlohmann::json t = nlohmann::json::parse(trace_text(r));
   std::vector<nlohmann::json> spans;
   for (const auto& e : t["traceEvents"])
-    if (e["ph"] == "X") spans.push_back(e);
+    if (e["ph"] == "X" && e["cat"] != "item" && e["cat"] != "stage") spans.push_back(e);
   ASSERT_EQ(spans.size(), r.events.size());
-  const double us = 1e6 / r.clock_hz;
+  // Whole nanoseconds, in microseconds.
+  auto us = [&](int64_t cycles) { return std::llround(cycles * 1e9 / r.clock_hz) / 1e3; };
   for (size_t i = 0; i < spans.size(); i += 7) {
     const TimelineEvent& e = r.events[i];
     const nlohmann::json& s = spans[i];
     EXPECT_EQ(s["tid"], e.unit);
-    EXPECT_DOUBLE_EQ(s["ts"].get<double>(), e.start * us);
-    EXPECT_DOUBLE_EQ(s["dur"].get<double>(), (e.end - e.start) * us);
+    EXPECT_EQ(s["pid"], r.units[e.unit].core + 1);  // its TensorCore's process, or the chip's (0)
+    EXPECT_NEAR(s["ts"].get<double>(), us(e.start), 1e-9);
+    EXPECT_NEAR(s["dur"].get<double>(), us(e.end) - us(e.start), 1e-9);
     EXPECT_EQ(s["name"], r.labels[e.label]);
-    EXPECT_EQ(s["cat"], e.cause == Cause::busy ? "op" : "stall");
+    EXPECT_EQ(s["cat"], e.op == kFastForwardedSpan ? "fast-forward"
+                        : e.cause == Cause::busy   ? "op"
+                                                   : "stall");
     if (e.cause != Cause::busy) {
       EXPECT_EQ(s["args"]["cause"], std::string(name(e.cause)));
     }
@@ -111,6 +121,75 @@ TEST(Report, TraceEventsCarryEachTimelineEvent) {
       EXPECT_EQ(g[0] * 4 + g[1] * 2 + g[2], e.step);
     }
   }
+}
+
+// The trace's structure as a Perfetto user expects it: a process per TensorCore and one for the
+// chip's shared units, program, stage and collective tracks, a flow per dependency, counters, and
+// the run's metadata.
+TEST(Report, TraceHasProcessesTracksFlowsAndCounters) {
+  Program p;
+  const int a =
+      p.add_kernel(kernels::pallas_matmul({1024, 1024, 1024, 256, 256, 256}), {}, "fwd: a");
+  const int c = p.add_collective("gather", {CollectiveKind::all_gather, 1 << 24, {"fsdp", 4}}, {a});
+  p.add_kernel(kernels::elementwise_scale(1024, 1024, 256), {c}, "fwd: b");
+  const RunResult r = simulate(load_chip("v5p"), p, {.record_timeline = true});
+  std::ostringstream text;
+  write_chrome_trace(r, text, {}, {{"scenario", "test"}});
+  const nlohmann::json t = nlohmann::json::parse(text.str());
+  EXPECT_EQ(t["metadata"]["chip"], "v5p");
+  EXPECT_EQ(t["metadata"]["scenario"], "test");
+  EXPECT_TRUE(t["metadata"]["tool"].contains("version"));
+  std::map<int, std::string> processes;
+  std::set<std::string> threads;
+  std::map<int64_t, int> flow_ends;  // id -> s (+1) and f (+2)
+  int items = 0, stages = 0, hbm_samples = 0, vmem_samples = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"]);
+    if (e["ph"] == "X" && e["cat"] == "item") ++items;
+    if (e["ph"] == "X" && e["cat"] == "stage") ++stages;
+    if (e["ph"] == "s") flow_ends[e["id"]] += 1;
+    if (e["ph"] == "f") flow_ends[e["id"]] += 2;
+    if (e["ph"] == "C" && e["name"] == "HBM busy") {
+      ++hbm_samples;
+      EXPECT_GE(e["args"]["%"].get<double>(), 0);
+      EXPECT_LE(e["args"]["%"].get<double>(), 100);
+    }
+    if (e["ph"] == "C" && e["name"] == "VMEM of the running kernel") ++vmem_samples;
+  }
+  EXPECT_EQ(processes, (std::map<int, std::string>{
+                           {0, "chip v5p"}, {1, "TensorCore 0"}, {2, "TensorCore 1"}}));
+  for (const char* track : {"program", "stages", "collectives", "tc1.mxu0", "hbm", "ici"})
+    EXPECT_TRUE(threads.count(track)) << track;
+  EXPECT_EQ(items, 3);
+  EXPECT_EQ(stages, 2);             // fwd: a, fwd: b
+  ASSERT_EQ(flow_ends.size(), 2u);  // gather waits for a, b for gather
+  for (const auto& [id, ends] : flow_ends) EXPECT_EQ(ends, 3) << id;  // a start and an end
+  EXPECT_GT(hbm_samples, 100);
+  EXPECT_EQ(vmem_samples, 4);  // each kernel call's start and end
+}
+
+// Any output whose path ends in .gz is written gzip-compressed.
+TEST(Report, GzOutputsAreCompressed) {
+  const std::string dir = testing::TempDir();
+  const std::string plain = dir + "/tpusim_trace.json", gz = dir + "/tpusim_trace.json.gz";
+  const RunResult r = small_matmul_run();
+  OutputFiles files;
+  files.stage(plain, [&](std::ostream& o) { write_chrome_trace(r, o); });
+  files.stage(gz, [&](std::ostream& o) { write_chrome_trace(r, o); });
+  files.commit();
+  std::ifstream in(plain);
+  const std::string expected(std::istreambuf_iterator<char>(in), {});
+  gzFile f = gzopen(gz.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string unpacked;
+  char chunk[1 << 16];
+  for (int n; (n = gzread(f, chunk, sizeof chunk)) > 0;) unpacked.append(chunk, n);
+  gzclose(f);
+  EXPECT_EQ(unpacked, expected);
+  EXPECT_LT(std::filesystem::file_size(gz), expected.size() / 4);
+  std::filesystem::remove(plain);
+  std::filesystem::remove(gz);
 }
 
 TEST(Report, OutputsAreByteIdenticalAcrossRuns) {

@@ -1,0 +1,30 @@
+// A run as Chrome trace-event JSON (opens in Perfetto, https://ui.perfetto.dev): a process per
+// TensorCore with a thread per unit (scalar unit and its stalls, MXUs, VPU, EUP, DMA queues) and
+// a "chip" process for the shared units (HBM, ICI, DCN); on TensorCore 0 a program track (a slice
+// per kernel call, loop or collective) and a stage track (consecutive items of one stage as one
+// slice), with flow arrows along the program's dependencies; counter tracks for HBM's busy share
+// and the VMEM the running kernel holds; the run's metadata (chip, clock, tool). Timestamps are
+// whole nanoseconds (written in microseconds with three decimals). It is written as it goes, so
+// memory does not grow with the trace; a path ending in .gz is compressed (OutputFiles).
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "sim/timing/result.h"
+
+namespace tpusim {
+
+// `progress(events written, events)` is called every tenth of a trace of a million events or
+// more (writing one takes seconds).
+using TraceProgress = std::function<void(size_t done, size_t total)>;
+// `metadata` joins the trace's metadata (a scenario's name, say).
+void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress = {},
+                        const nlohmann::json& metadata = nlohmann::json::object());
+// Progress lines on stderr for the commands that write traces.
+void print_trace_progress(size_t done, size_t total);
+
+// Where a Chrome trace-event file opens.
+inline constexpr const char* kTraceViewer = "open it in https://ui.perfetto.dev";
+
+}  // namespace tpusim
