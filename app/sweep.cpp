@@ -1,12 +1,16 @@
 #include "app/sweep.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "app/report.h"
 #include "app/scenario.h"
@@ -271,23 +275,86 @@ Sweep load_sweep(const std::string& file) {
   return s;
 }
 
+namespace {
+
+// The points a journal holds, checked against the sweep: each line's index must be one of
+// `mine` with the same axis values. A last line cut short (the run was killed while writing it)
+// is dropped.
+std::map<int, PointResult> read_journal(const Sweep& s, const std::string& path,
+                                        const std::set<int>& mine) {
+  std::map<int, PointResult> done;
+  std::ifstream in(path);
+  if (!in) return done;
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const auto where = fmt::format("{}:{}", path, n + 1);
+    nlohmann::json j = nlohmann::json::parse(lines[n], nullptr, false);
+    if (j.is_discarded()) {
+      if (n + 1 == lines.size()) break;
+      throw Error(where + ": not a journal line (delete the journal to start over)");
+    }
+    try {
+      const int index = j.at("index");
+      if (!mine.count(index) || j.at("values") != nlohmann::json(s.points[index].values))
+        throw Error("");
+      done[index] = from_json(s, j);
+    } catch (const std::exception&) {
+      throw Error(where +
+                  ": a point this sweep does not have (the sweep file or --shard changed since; "
+                  "delete the journal to start over)");
+    }
+  }
+  return done;
+}
+
+}  // namespace
+
 std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, int shard_count,
-                                   const std::function<void(int, int)>& progress) {
+                                   const std::function<void(int, int)>& progress,
+                                   const SweepJournal& journal, const std::atomic<bool>* stop) {
   if (shard_count < 1 || shard_index < 0 || shard_index >= shard_count)
     throw Error(
         fmt::format("--shard {}/{}: expected i/n with 0 <= i < n", shard_index, shard_count));
-  std::vector<const SweepPoint*> mine;
+  std::set<int> mine;
   for (const SweepPoint& p : s.points)
-    if (p.index % shard_count == shard_index) mine.push_back(&p);
+    if (p.index % shard_count == shard_index) mine.insert(p.index);
   const int total = static_cast<int>(mine.size());
   std::map<int, PointResult> results;
-  run_in_workers(
-      total, jobs, [&](int i) { return json_text(to_json(s, run_point(s, *mine[i]))); },
-      [&](int, const std::string& line) {
-        const PointResult r = from_json(s, nlohmann::json::parse(line));
-        results[r.index] = r;
-        progress(static_cast<int>(results.size()), total);
-      });
+  if (journal.resume) results = read_journal(s, journal.path, mine);
+  std::vector<const SweepPoint*> todo;
+  for (int i : mine)
+    if (!results.count(i)) todo.push_back(&s.points[i]);
+  // Appended line by line; each write reaches the file at once, so a killed run keeps its points.
+  int fd = -1;
+  if (!journal.path.empty()) {
+    fd = open(journal.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | (journal.resume ? 0 : O_TRUNC),
+              0644);
+    if (fd < 0) throw Error(fmt::format("cannot write the journal '{}'", journal.path));
+  }
+  if (!results.empty()) progress(static_cast<int>(results.size()), total);
+  try {
+    run_in_workers(
+        static_cast<int>(todo.size()), jobs,
+        [&](int i) { return json_text(to_json(s, run_point(s, *todo[i]))); },
+        [&](int, const std::string& line) {
+          nlohmann::json j = nlohmann::json::parse(line);
+          const PointResult r = from_json(s, j);
+          if (fd >= 0) {
+            j["values"] = s.points[r.index].values;
+            const std::string text = json_text(j) + "\n";
+            if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+              throw Error(fmt::format("cannot write the journal '{}'", journal.path));
+          }
+          results[r.index] = r;
+          progress(static_cast<int>(results.size()), total);
+        },
+        stop);
+  } catch (...) {
+    if (fd >= 0) close(fd);
+    throw;
+  }
+  if (fd >= 0) close(fd);
   std::vector<PointResult> out;
   for (auto& [i, r] : results) out.push_back(r);
   return out;

@@ -19,6 +19,7 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -62,10 +63,22 @@ struct PointResult {
   double metric(const Sweep& s, const std::string& name) const;
 };
 
+// Where a sweep keeps each point as it finishes (one JSON line per point, appended and flushed),
+// so a killed or interrupted sweep can continue: with `resume`, the points the journal holds
+// are taken from it and only the others run. A journal written for other points (the sweep file
+// changed) is an error naming its line.
+struct SweepJournal {
+  std::string path;  // empty: none
+  bool resume = false;
+};
+
 // Runs the points whose index i has i % shard_count == shard_index, in `jobs` worker processes;
 // `progress(done, total)` is called in the parent as results arrive. Results are in point order.
+// Once `*stop` turns true no point starts; the result then holds the points done so far.
 std::vector<PointResult> run_sweep(const Sweep& s, int jobs, int shard_index, int shard_count,
-                                   const std::function<void(int, int)>& progress);
+                                   const std::function<void(int, int)>& progress,
+                                   const SweepJournal& journal = {},
+                                   const std::atomic<bool>* stop = nullptr);
 
 std::string sweep_csv(const Sweep& s, const std::vector<PointResult>& results);
 std::string sweep_json(const Sweep& s, const std::vector<PointResult>& results);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -18,6 +19,21 @@
 #include "sim/error.h"
 
 namespace tpusim {
+
+namespace {
+std::atomic<bool> interrupted{false};
+struct sigaction previous_sigint;
+}  // namespace
+
+InterruptFlag::InterruptFlag() {
+  interrupted = false;
+  struct sigaction on_sigint {};
+  on_sigint.sa_handler = [](int) { interrupted = true; };
+  sigemptyset(&on_sigint.sa_mask);
+  sigaction(SIGINT, &on_sigint, &previous_sigint);
+}
+InterruptFlag::~InterruptFlag() { sigaction(SIGINT, &previous_sigint, nullptr); }
+const std::atomic<bool>& InterruptFlag::flag() const { return interrupted; }
 
 int default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -51,10 +67,12 @@ void work(std::atomic<int>& next, int count, const std::function<std::string(int
 }  // namespace
 
 void run_in_workers(int count, int jobs, const std::function<std::string(int)>& task,
-                    const std::function<void(int, const std::string&)>& done) {
+                    const std::function<void(int, const std::string&)>& done,
+                    const std::atomic<bool>* stop) {
+  auto stopped = [&] { return stop && stop->load(); };
   jobs = std::max(1, std::min(jobs, count));
   if (jobs <= 1) {
-    for (int i = 0; i < count; ++i) done(i, task(i));
+    for (int i = 0; i < count && !stopped(); ++i) done(i, task(i));
     return;
   }
   void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
@@ -74,6 +92,7 @@ void run_in_workers(int count, int jobs, const std::function<std::string(int)>& 
       // A worker does not outlive the run: it is killed when the parent dies (or has already).
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);
+      std::signal(SIGINT, SIG_IGN);  // the parent decides: it stops dealing tasks
       close(fd[0]);
       work(*next, count, task, fd[1]);
       close(fd[1]);
@@ -87,7 +106,9 @@ void run_in_workers(int count, int jobs, const std::function<std::string(int)>& 
   std::optional<std::string> first_error;
   int open = jobs, received = 0;
   while (open > 0) {
-    if (poll(fds.data(), fds.size(), -1) < 0) break;
+    if (stopped()) next->store(count);    // no new tasks; the running ones finish
+    for (pollfd& f : fds) f.revents = 0;  // a poll interrupted by a signal leaves them unset
+    if (poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) break;
     for (int w = 0; w < jobs; ++w) {
       if (fds[w].fd < 0 || !(fds[w].revents & (POLLIN | POLLHUP))) continue;
       char buf[65536];
@@ -123,7 +144,7 @@ void run_in_workers(int count, int jobs, const std::function<std::string(int)>& 
   for (pid_t pid : pids) waitpid(pid, nullptr, 0);
   munmap(shared, sizeof(std::atomic<int>));
   if (first_error) throw Error(*first_error);
-  if (received != count)
+  if (received != count && !stopped())
     throw Error(fmt::format("a worker stopped early ({} of {} tasks done)", received, count));
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tpusim::cli {
@@ -10,6 +11,12 @@ namespace tpusim::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<void()> run;
+};
+
+// A command stopped by the user (Ctrl-C) after saving what it had: main prints the message and
+// exits 130, as a shell does for SIGINT.
+struct Interrupted {
+  std::string message;
 };
 
 // kernel_commands.cpp: `kernel NAME` for every catalog kernel, and `gdn-builds`.

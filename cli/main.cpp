@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   try {
     for (const Command& c : commands)
       if (c.app->parsed()) c.run();
+  } catch (const Interrupted& i) {
+    std::cerr << "tpusim: " << i.message << "\n";
+    return 130;
   } catch (const tpusim::Error& e) {
     std::cerr << "tpusim: error: " << e.what() << "\n";
     return 2;

@@ -55,6 +55,30 @@ void print_compiled(const HloProgram& h, const RunResult& r) {
       mib("output_bytes"), mib("alias_bytes"), mib("temp_bytes"), mib("generated_code_bytes"));
 }
 
+// The sweep's progress on stderr: a bar with the points done, the rate, elapsed time and ETA
+// (redrawn in place on a terminal, a line per point otherwise).
+class ProgressBar {
+ public:
+  explicit ProgressBar(int total) : total_(total), tty_(isatty(fileno(stderr))) {}
+  void operator()(int done, int) const {
+    const int width = 40, filled = total_ ? width * done / total_ : width;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const std::string eta =
+        rate > 0 ? fmt::format("{:.0f} s", (total_ - done) / rate) : std::string("?");
+    fmt::print(stderr, "{}[{}{}] {}/{} points  {:.1f} points/s  elapsed {:.0f} s  eta {}",
+               tty_ ? "\r" : "", std::string(filled, '#'), std::string(width - filled, '.'), done,
+               total_, rate, elapsed, eta);
+    if (!tty_ || done == total_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  int total_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 Command run_command(CLI::App& app) {
@@ -186,6 +210,7 @@ Command sweep_command(CLI::App& app) {
   struct Args {
     std::string file, csv, json, plot, metric, shard = "0/1";
     int jobs = 0;
+    bool resume = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("sweep", "expand a base scenario over axes and run the points");
@@ -202,49 +227,52 @@ Command sweep_command(CLI::App& app) {
                 "a heatmap per pair of axes (each cell the best over the other axes)");
   c->add_option("--metric", a->metric,
                 "the metric --plot shows (default: the first, step_time_s or time_s)");
-  return {
-      c, [a] {
-        int si = 0, sn = 1;
-        int used = 0;
-        if (std::sscanf(a->shard.c_str(), "%d/%d%n", &si, &sn, &used) != 2 ||
-            used != static_cast<int>(a->shard.size()))
-          throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
-        const Sweep sw = load_sweep(a->file);
-        const std::string metric = a->metric.empty() ? sw.metrics().front().name : a->metric;
-        if (!a->metric.empty() && a->plot.empty()) throw Error("sweep: --metric needs --plot");
-        if (std::none_of(sw.metrics().begin(), sw.metrics().end(),
-                         [&](const SweepMetric& m) { return m.name == metric; }))
-          sweep_svg(sw, {}, metric);  // names the metrics there are, before any point runs
-        const bool tty = isatty(fileno(stderr));
-        const auto start = std::chrono::steady_clock::now();
-        const auto results =
-            run_sweep(sw, a->jobs > 0 ? a->jobs : default_jobs(), si, sn, [&](int done, int total) {
-              const int width = 40, filled = total ? width * done / total : width;
-              const double elapsed =
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-              const double rate = elapsed > 0 ? done / elapsed : 0;
-              const std::string eta =
-                  rate > 0 ? fmt::format("{:.0f} s", (total - done) / rate) : std::string("?");
-              fmt::print(stderr, "{}[{}{}] {}/{} points  {:.1f} points/s  elapsed {:.0f} s  eta {}",
-                         tty ? "\r" : "", std::string(filled, '#'),
-                         std::string(width - filled, '.'), done, total, rate, elapsed, eta);
-              if (!tty || done == total) fmt::print(stderr, "\n");
-            });
-        const std::string stem =
-            sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
-        OutputFiles files;
-        files.stage(a->csv.empty() ? stem + ".csv" : a->csv, sweep_csv(sw, results));
-        files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
-        if (!a->plot.empty())
-          files.stage(a->plot, sweep_svg(sw, results, metric), "open it in a web browser");
-        files.commit();
-        int failed = 0;
-        for (const PointResult& r : results) failed += !r.ok;
-        fmt::print(
-            "{} points run ({} could not: see the error column), {} points in the "
-            "sweep\n",
-            results.size(), failed, sw.points.size());
-      }};
+  c->add_flag("--resume", a->resume,
+              "continue a killed or interrupted sweep from its journal (CSV path + .journal)");
+  return {c, [a] {
+            int si = 0, sn = 1;
+            int used = 0;
+            if (std::sscanf(a->shard.c_str(), "%d/%d%n", &si, &sn, &used) != 2 ||
+                used != static_cast<int>(a->shard.size()))
+              throw Error(fmt::format("--shard '{}': expected i/n, for example 0/4", a->shard));
+            const Sweep sw = load_sweep(a->file);
+            const std::string metric = a->metric.empty() ? sw.metrics().front().name : a->metric;
+            if (!a->metric.empty() && a->plot.empty()) throw Error("sweep: --metric needs --plot");
+            if (std::none_of(sw.metrics().begin(), sw.metrics().end(),
+                             [&](const SweepMetric& m) { return m.name == metric; }))
+              sweep_svg(sw, {}, metric);  // names the metrics there are, before any point runs
+            const std::string stem =
+                sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
+            const std::string csv = a->csv.empty() ? stem + ".csv" : a->csv;
+            const SweepJournal journal{csv + ".journal", a->resume};
+            if (a->resume && !std::filesystem::exists(journal.path))
+              throw Error(fmt::format("--resume: no journal '{}' to continue from", journal.path));
+            const InterruptFlag interrupted;
+            const int total = static_cast<int>(
+                std::count_if(sw.points.begin(), sw.points.end(),
+                              [&](const SweepPoint& p) { return p.index % sn == si; }));
+            const auto results = run_sweep(sw, a->jobs > 0 ? a->jobs : default_jobs(), si, sn,
+                                           ProgressBar(total), journal, &interrupted.flag());
+            if (static_cast<int>(results.size()) < total)
+              throw Interrupted{fmt::format(
+                  "interrupted: {} of {} points done, kept in {}; `tpusim sweep {} --resume` "
+                  "continues (with the same --csv and --shard)",
+                  results.size(), total, journal.path, a->file)};
+
+            OutputFiles files;
+            files.stage(csv, sweep_csv(sw, results));
+            files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
+            if (!a->plot.empty())
+              files.stage(a->plot, sweep_svg(sw, results, metric), "open it in a web browser");
+            files.commit();
+            std::filesystem::remove(journal.path);
+            int failed = 0;
+            for (const PointResult& r : results) failed += !r.ok;
+            fmt::print(
+                "{} points run ({} could not: see the error column), {} points in the "
+                "sweep\n",
+                results.size(), failed, sw.points.size());
+          }};
 }
 
 }  // namespace tpusim::cli

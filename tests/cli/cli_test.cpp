@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -296,6 +298,75 @@ TEST_F(Cli, ProfilesRooflinesAndPlots) {
   r = run(sweep + " --plot " + path("s.svg"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(slurp(path("s.svg")).find("</svg>"), std::string::npos);
+}
+
+// A sweep killed with SIGKILL keeps the points it finished in its journal; --resume runs the rest
+// and ends with the same CSV as an uninterrupted run. A journal of another sweep is refused.
+TEST_F(Cli, KilledSweepResumesToTheSameCsv) {
+  const std::string sweep =
+      fmt::format("sweep {}/scenarios/sweeps/gdn_knobs.yaml --jobs 1", TPUSIM_SOURCE_DIR);
+  ASSERT_EQ(
+      run(fmt::format("{} --csv {} --json {}", sweep, path("full.csv"), path("full.json"))).status,
+      0);
+  const std::string part =
+      fmt::format("{} --csv {} --json {}", sweep, path("part.csv"), path("part.json"));
+  // Started in the background and killed with SIGKILL once ten points are in its journal.
+  std::system(
+      fmt::format("{} {} >/dev/null 2>&1 & echo $! >{}", TPUSIM_BIN, part, path("pid")).c_str());
+  const std::string pid = slurp(path("pid"));
+  auto journaled = [&] {
+    const std::string j = slurp(path("part.csv.journal"));
+    return std::count(j.begin(), j.end(), '\n');
+  };
+  for (int wait = 0; wait < 3000 && journaled() < 10; ++wait) usleep(1000);
+  std::system(fmt::format("kill -9 {}", pid).c_str());
+  usleep(100'000);
+  EXPECT_FALSE(fs::exists(path("part.csv"))) << "killed before the end";
+  EXPECT_GE(journaled(), 10);
+  ASSERT_TRUE(fs::exists(path("part.csv.journal")));
+  const CmdResult resumed = run(part + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(slurp(path("part.csv")), slurp(path("full.csv")));
+  EXPECT_FALSE(fs::exists(path("part.csv.journal")));  // done: the journal goes
+  // A journal that does not belong to the sweep.
+  std::ofstream(path("other.csv.journal")) << R"({"index": 3, "values": ["v9"], "ok": true})"
+                                           << "\n";
+  expect_clean_failure(
+      run(fmt::format("{} --csv {} --resume", sweep, path("other.csv"))),
+      "other.csv.journal:1: a point this sweep does not have (the sweep file or --shard changed "
+      "since; delete the journal to start over)");
+  expect_clean_failure(run(fmt::format("{} --csv {} --resume", sweep, path("none.csv"))),
+                       "--resume: no journal '" + path("none.csv.journal") + "' to continue from");
+}
+
+// Ctrl-C: the points in flight finish, the journal keeps every point done, no CSV is written,
+// and the message says how to resume; the exit status is 130.
+TEST_F(Cli, InterruptedSweepSaysHowToResume) {
+  const std::string cmd = fmt::format(
+      "exec {} sweep {}/scenarios/sweeps/gdn_knobs.yaml --jobs 2 --csv {} --json {} "
+      "2>{}",
+      TPUSIM_BIN, TPUSIM_SOURCE_DIR, path("s.csv"), path("s.json"), path("err"));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto journaled = [&] {
+    const std::string j = slurp(path("s.csv.journal"));
+    return std::count(j.begin(), j.end(), '\n');
+  };
+  for (int wait = 0; wait < 3000 && journaled() < 10; ++wait) usleep(1000);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string err = slurp(path("err"));
+  EXPECT_NE(err.find("tpusim: interrupted: "), std::string::npos) << err;
+  EXPECT_NE(err.find(" --resume` continues"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(path("s.csv")));
+  EXPECT_GE(journaled(), 10);
 }
 
 TEST_F(Cli, ValidateWritesRowsAndTheReport) {
