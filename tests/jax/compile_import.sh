@@ -9,7 +9,7 @@ $py -m tpusim_jax compile "$src/python/tests/kernels_for_tests.py:dot_tanh" --to
 grep -q "compiled .*dot_tanh for v5e:2x2 (TPU v5 lite)" "$dir/log"
 out=$("$tpusim" run --hlo "$dir/dot")
 echo "$out" | head -2
-grep -q "flops 6.711e+07 " <<<"$out"
+grep -q "^work 67.11 MFLOP " <<<"$out"
 grep -q "^compiler (TPU v5 lite for v5e:2x2, libtpu " <<<"$out"
 
 # A Pallas kernel: Mosaic's scoped VMEM and lowered instruction mix land in compile.json, and the

@@ -19,7 +19,7 @@ $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:matmul" \
 out=$("$tpusim" kernel import "$dir/mm.json" --check "$dir/mm.check.json")
 echo "$out"
 grep -q "functional check _matmul_kernel.out0: .*: ok" <<<"$out"
-grep -q "flops 1.678e+07 " <<<"$out"  # 2 x 128 x 256 x 256 = 16777216
+grep -q "^work 16.78 MFLOP " <<<"$out"  # 2 x 128 x 256 x 256 = 16777216
 
 # A fori_loop in the body, unrolled: each trip reads one slab of the block.
 $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:fori_sum" \
