@@ -1,12 +1,17 @@
 #include "app/report.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <set>
 
@@ -234,59 +239,121 @@ std::string size_text(size_t bytes) {
 
 }  // namespace
 
+namespace {
+
+// The file's bytes into `out`: gzip-compressed when its path ends in .gz. False if that failed.
+bool emit(const std::string& path, const std::string& content,
+          const std::function<void(std::ostream&)>& write, std::ostream& out) {
+  if (!ends_with(path, ".gz")) {
+    if (write)
+      write(out);
+    else
+      out << content;
+    return static_cast<bool>(out.flush());
+  }
+  auto gz = std::make_unique<GzipBuffer>(out);
+  std::ostream z(gz.get());
+  if (write)
+    write(z);
+  else
+    z << content;
+  return z.flush() && gz->finish() && out.flush();
+}
+
+// Where an output's bytes land: through a symlink to what it names (the link stays).
+std::filesystem::path landing(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_symlink(path, ec)) return path;
+  const fs::path target = fs::read_symlink(path, ec);
+  return target.is_absolute() ? target : fs::path(path).parent_path() / target;
+}
+
+// A new, uniquely named temporary file beside `target` with the permissions a new file gets.
+std::string temporary_beside(const std::filesystem::path& target) {
+  std::string name = target.string() + ".XXXXXX";
+  const int fd = mkstemp(name.data());
+  if (fd < 0)
+    throw Error(fmt::format("cannot write '{}': {}", target.string(), std::strerror(errno)));
+  const mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  close(fd);
+  return name;
+}
+
+}  // namespace
+
+bool OutputFiles::uses_stdout() const {
+  return std::any_of(files_.begin(), files_.end(), [](const File& f) { return f.path == "-"; });
+}
+
+std::ostream& OutputFiles::summary_stream() const { return uses_stdout() ? std::cerr : std::cout; }
+
 void OutputFiles::commit() {
   namespace fs = std::filesystem;
   // Refuse what would fail halfway: two outputs with one path, a path that is a directory.
   std::set<std::string> seen;
   for (const File& file : files_) {
     std::error_code ec;
-    if (!seen.insert(fs::weakly_canonical(file.path, ec).string()).second)
-      throw Error(fmt::format("'{}' is named for two outputs", file.path));
+    const std::string key =
+        file.path == "-" ? "-" : fs::weakly_canonical(landing(file.path), ec).string();
+    if (!seen.insert(key).second)
+      throw Error(file.path == "-" ? std::string("two outputs are given as '-' (stdout)")
+                                   : fmt::format("'{}' is named for two outputs", file.path));
     if (fs::is_directory(file.path, ec))
       throw Error(fmt::format("cannot write '{}': it is a directory", file.path));
   }
-  std::vector<std::string> temps;
+  // A regular file (or a new one) is written to a temporary file renamed onto it once every output
+  // is written; a FIFO or a device is written in place; '-' is stdout, written last.
+  std::vector<std::pair<std::string, fs::path>> renames;  // temporary -> target
   auto discard = [&] {
     std::error_code ec;
-    for (const auto& t : temps) fs::remove(t, ec);
+    for (const auto& [tmp, target] : renames) fs::remove(tmp, ec);
   };
   for (const File& file : files_) {
-    const std::string tmp = file.path + ".tmp";
-    std::ofstream f(tmp, std::ios::binary);
-    bool compressed = true;
-    if (ends_with(file.path, ".gz")) {  // any output named .gz is compressed
-      auto gz = std::make_unique<GzipBuffer>(f);
-      std::ostream z(gz.get());
-      if (file.write)
-        file.write(z);
-      else
-        z << file.content;
-      compressed = z.flush() && gz->finish();
-    } else if (file.write) {
-      file.write(f);
-    } else {
-      f << file.content;
+    if (file.path == "-") continue;
+    const fs::path target = landing(file.path);
+    std::error_code ec;
+    const bool in_place = fs::exists(target, ec) && !fs::is_regular_file(target, ec);
+    std::string where = target.string();
+    if (!in_place) {
+      try {
+        where = temporary_beside(target);
+      } catch (const Error&) {
+        discard();
+        throw;
+      }
+      renames.emplace_back(where, target);
     }
-    f.close();
-    temps.push_back(tmp);
-    if (!f || !compressed) {
+    std::ofstream f(where, std::ios::binary);
+    const int open_errno = errno;
+    if (!f || !emit(file.path, file.content, file.write, f)) {
       discard();
-      throw Error(fmt::format("cannot write '{}'", file.path));
+      throw Error(
+          fmt::format("cannot write '{}': {}", file.path, std::strerror(f ? EIO : open_errno)));
     }
   }
-  for (size_t i = 0; i < files_.size(); ++i) {
+  for (size_t i = 0; i < renames.size(); ++i) {
     std::error_code ec;
-    fs::rename(temps[i], files_[i].path, ec);
+    fs::rename(renames[i].first, renames[i].second, ec);
     if (ec) {
       discard();
-      throw Error(fmt::format("cannot write '{}': {}{}", files_[i].path, ec.message(),
+      throw Error(fmt::format("cannot write '{}': {}{}", renames[i].second.string(), ec.message(),
                               i > 0 ? " (the files before it were written)" : ""));
     }
   }
-  for (const File& file : files_)
-    fmt::print(stderr, "wrote {} ({}){}\n", file.path,
-               size_text(std::filesystem::file_size(file.path)),
+  for (const File& file : files_) {
+    if (file.path == "-") {
+      if (!emit(file.path, file.content, file.write, std::cout))
+        throw Error("cannot write to stdout");
+      continue;
+    }
+    std::error_code ec;
+    const auto size = fs::file_size(landing(file.path), ec);
+    fmt::print(stderr, "wrote {}{}{}\n", file.path, ec ? "" : " (" + size_text(size) + ")",
                file.how_to_open.empty() ? "" : ": " + file.how_to_open);
+  }
   files_.clear();
 }
 

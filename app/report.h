@@ -41,9 +41,15 @@ class OutputFiles {
   // A file too large to hold in memory: `write` streams it into the temporary file at commit.
   void stage(const std::string& path, std::function<void(std::ostream&)> write,
              std::string how_to_open = "");
-  // Writes each staged file to a temporary name (compressed as gzip when its path ends in .gz),
-  // then renames all of them into place, and says on stderr what was written: "wrote PATH (SIZE)".
+  // Writes each staged file to a uniquely named temporary file (compressed as gzip when its path
+  // ends in .gz), then renames all of them into place, and says on stderr what was written:
+  // "wrote PATH (SIZE)". A symlink is written through (the link stays); a FIFO or device is
+  // written in place; the path '-' is stdout, written last.
   void commit();
+  // Whether an output goes to stdout; where the command's summary goes then (stderr, so stdout
+  // holds only the output). Asked before commit().
+  bool uses_stdout() const;
+  std::ostream& summary_stream() const;
 
  private:
   struct File {

@@ -1,5 +1,6 @@
 // build/tpusim: the command-line front end, a table of subcommands (cli/commands.h; `tpusim
 // --help` lists them). Errors print one line and exit 2 (docs/cli.md).
+#include <cstdio>
 #include <iostream>
 
 #include "app/command_line.h"
@@ -27,6 +28,9 @@ int main(int argc, char** argv) {
   try {
     for (const Command& c : commands)
       if (c.app->parsed()) c.run();
+    // Output to stdout that did not arrive (a full disk, a closed pipe) is an error too.
+    if (!std::cout.flush() || std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw tpusim::Error("cannot write to stdout");
   } catch (const Interrupted& i) {
     std::cerr << "tpusim: " << i.message << "\n";
     return 130;

@@ -32,18 +32,19 @@ Command import_command(CLI::App& app) {
             const nlohmann::json j = profile_summary_json(p);
             OutputFiles files;
             if (!a->json.empty()) files.stage(a->json, json_text(j, 2) + "\n");
+            std::ostream& summary = files.summary_stream();
             files.commit();
             for (const auto& d : j["devices"]) {
               double total = 0;
               for (const auto& op : d["ops"]) total += op["total_us"].get<double>();
-              std::cout << fmt::format("{}: {} steps, {} modules, {} op names, {:.3f} ms of ops\n",
-                                       d["name"].get<std::string>(), d["steps"].size(),
-                                       d["modules"].size(), d["ops"].size(), total / 1e3);
+              summary << fmt::format("{}: {} steps, {} modules, {} op names, {:.3f} ms of ops\n",
+                                     d["name"].get<std::string>(), d["steps"].size(),
+                                     d["modules"].size(), d["ops"].size(), total / 1e3);
               for (size_t i = 0; i < d["ops"].size() && i < 10; ++i) {
                 const auto& op = d["ops"][i];
-                std::cout << fmt::format("  {:<40} x{:<6} {:10.3f} ms\n",
-                                         op["name"].get<std::string>(), op["count"].get<int64_t>(),
-                                         op["total_us"].get<double>() / 1e3);
+                summary << fmt::format("  {:<40} x{:<6} {:10.3f} ms\n",
+                                       op["name"].get<std::string>(), op["count"].get<int64_t>(),
+                                       op["total_us"].get<double>() / 1e3);
               }
             }
           }};
@@ -79,10 +80,11 @@ Command compare_command(CLI::App& app) {
             OutputFiles files;
             if (!a->csv.empty()) files.stage(a->csv, comparison_csv(cmp));
             if (!a->json.empty()) files.stage(a->json, json_text(comparison_json(cmp), 2) + "\n");
+            std::ostream& summary = files.summary_stream();
             files.commit();
-            std::cout << fmt::format("compare: {} simulated on {} against {}\n", a->hlo, chip,
-                                     a->profile)
-                      << comparison_text(cmp);
+            summary << fmt::format("compare: {} simulated on {} against {}\n", a->hlo, chip,
+                                   a->profile)
+                    << comparison_text(cmp);
           }};
 }
 

@@ -57,9 +57,10 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
     files.stage(out.svg, timeline_svg(r, w), "open it in a web browser");
   }
   out.stage_profile(r, chip, fmt::format("{} on {}", program.name, chip.name), files);
+  std::ostream& summary = files.summary_stream();
   files.commit();
-  std::cout << summary_text(r, chip);
-  if (program.items.size() > 1) std::cout << live_buffers_text(program, hbm_liveness(program));
+  summary << summary_text(r, chip);
+  if (program.items.size() > 1) summary << live_buffers_text(program, hbm_liveness(program));
   return r;
 }
 

@@ -79,6 +79,25 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// A scenario's trace and op profile: one layer of each kind and the step's other parts.
+void stage_step_program(const Scenario& sc, const Outputs& out, OutputFiles& files) {
+  ChipSpec chip = sc.step.chip;
+  chip.host_dispatch_s = 0;
+  const std::string what = "one layer of each kind and the step's other parts";
+  if (!out.trace.empty()) {
+    auto r = std::make_shared<const RunResult>(
+        simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
+    files.stage(
+        out.trace,
+        [r, meta = nlohmann::json{{"scenario", sc.name}, {"file", sc.file}, {"program", what}}](
+            std::ostream& o) { write_chrome_trace(*r, o, print_trace_progress, meta); },
+        kTraceViewer);
+  }
+  if (!out.profile.empty() || !out.roofline.empty())
+    out.stage_profile(simulate(chip, one_of_each_part(sc.step)), chip, sc.name + ": " + what,
+                      files);
+}
+
 }  // namespace
 
 Command run_command(CLI::App& app) {
@@ -136,29 +155,10 @@ Command run_command(CLI::App& app) {
           j["batch_split"] = batch_split_json(sc.step, split);
           files.stage(a->out.json, json_text(j, 2) + "\n");
         }
-        // The trace and the op profile show one layer of each kind and the step's other parts.
-        ChipSpec chip = sc.step.chip;
-        chip.host_dispatch_s = 0;
-        if (!a->out.trace.empty()) {
-          auto r = std::make_shared<const RunResult>(
-              simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
-          files.stage(
-              a->out.trace,
-              [r, name = sc.name, file = sc.file](std::ostream& o) {
-                write_chrome_trace(
-                    *r, o, print_trace_progress,
-                    {{"scenario", name},
-                     {"file", file},
-                     {"program", "one layer of each kind and the step's other parts"}});
-              },
-              kTraceViewer);
-        }
-        if (!a->out.profile.empty() || !a->out.roofline.empty())
-          a->out.stage_profile(simulate(chip, one_of_each_part(sc.step)), chip,
-                               sc.name + ": one layer of each kind and the step's other parts",
-                               files);
+        stage_step_program(sc, a->out, files);
+        std::ostream& summary = files.summary_stream();
         files.commit();
-        std::cout << step_summary_text(sc, p) << batch_split_text(sc.step, split);
+        summary << step_summary_text(sc, p) << batch_split_text(sc.step, split);
       }};
 }
 
@@ -201,8 +201,9 @@ Command validate_command(CLI::App& app) {
               files.stage(a->plot, validation_svg(v.rows), "open it in a web browser");
             if (!a->markdown.empty() && a->markdown != "-") files.stage(a->markdown, md);
             if (!a->json.empty()) files.stage(a->json, json_text(v.json(), 2) + "\n");
+            std::ostream& summary = files.summary_stream();
             files.commit();
-            std::cout << (a->markdown == "-" ? md : v.summary());
+            summary << (a->markdown == "-" ? md : v.summary());
           }};
 }
 
@@ -244,7 +245,7 @@ Command sweep_command(CLI::App& app) {
             const std::string stem =
                 sn > 1 ? fmt::format("{}.shard-{}-of-{}", sw.name, si, sn) : sw.name;
             const std::string csv = a->csv.empty() ? stem + ".csv" : a->csv;
-            const SweepJournal journal{csv + ".journal", a->resume};
+            const SweepJournal journal{(csv == "-" ? stem + ".csv" : csv) + ".journal", a->resume};
             if (a->resume && !std::filesystem::exists(journal.path))
               throw Error(fmt::format("--resume: no journal '{}' to continue from", journal.path));
             const InterruptFlag interrupted;
@@ -264,13 +265,13 @@ Command sweep_command(CLI::App& app) {
             files.stage(a->json.empty() ? stem + ".json" : a->json, sweep_json(sw, results));
             if (!a->plot.empty())
               files.stage(a->plot, sweep_svg(sw, results, metric), "open it in a web browser");
+            std::ostream& summary = files.summary_stream();
             files.commit();
             std::filesystem::remove(journal.path);
             int failed = 0;
             for (const PointResult& r : results) failed += !r.ok;
-            fmt::print(
-                "{} points run ({} could not: see the error column), {} points in the "
-                "sweep\n",
+            summary << fmt::format(
+                "{} points run ({} could not: see the error column), {} points in the sweep\n",
                 results.size(), failed, sw.points.size());
           }};
 }

@@ -48,7 +48,7 @@ Command chip_command(CLI::App& app) {
       c, [a] {
         const ChipSpec chip = load_chip(a->name);
         nlohmann::json j = {{"tool", tool_json()}, {"chip", chip.name}};
-        fmt::print(
+        std::string text = fmt::format(
             "chip {}  (kind: source = published, derived = computed from published "
             "figures, calibrated = fitted by tpusim calibrate, assumed = no evidence)\n",
             chip.name);
@@ -57,12 +57,14 @@ Command chip_command(CLI::App& app) {
           const auto colon = prov.find(':');
           const std::string kind = prov.substr(0, colon);
           const std::string why = colon == std::string::npos ? "" : prov.substr(colon + 2);
-          fmt::print("  {:<30} {:>14} {:<10} {:<10} {}\n", key, value, unit, kind, why);
+          text += fmt::format("  {:<30} {:>14} {:<10} {:<10} {}\n", key, value, unit, kind, why);
           j["values"][key] = {{"value", value}, {"unit", unit}, {"kind", kind}, {"source", why}};
         }
         OutputFiles files;
         if (!a->json.empty()) files.stage(a->json, json_text(j, 2) + "\n");
+        std::ostream& summary = files.summary_stream();
         files.commit();
+        summary << text;
       }};
 }
 

@@ -369,6 +369,35 @@ TEST_F(Cli, InterruptedSweepSaysHowToResume) {
   EXPECT_GE(journaled(), 10);
 }
 
+// Outputs go where they are named without replacing what is there: '-' is stdout (the summary
+// moves to stderr), a symlink is written through, a FIFO or device in place; a stdout that
+// cannot be written is an error.
+TEST_F(Cli, OutputsToStdoutLinksFifosAndDevices) {
+  const std::string small = "kernel matmul --m 256 --k 256 --n 256 --bm 128 --bk 128 --bn 128";
+  CmdResult r = run(small + " --json -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["flops"], 2 * 256 * 256 * 256);
+  EXPECT_NE(r.err.find("TFLOP/s"), std::string::npos);  // the summary, on stderr
+  expect_clean_failure(run(small + " --json - --trace -"), "two outputs are given as '-' (stdout)");
+
+  fs::create_symlink(path("target.json"), path("link.json"));
+  ASSERT_EQ(run(fmt::format("{} --json {}", small, path("link.json"))).status, 0);
+  EXPECT_TRUE(fs::is_symlink(path("link.json")));
+  EXPECT_TRUE(nlohmann::json::parse(slurp(path("target.json"))).contains("flops"));
+
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  std::system(fmt::format("cat {} >{} &", path("fifo"), path("from_fifo")).c_str());
+  ASSERT_EQ(run(fmt::format("{} --json {}", small, path("fifo"))).status, 0);
+  usleep(200'000);
+  EXPECT_TRUE(fs::is_fifo(path("fifo")));
+  EXPECT_TRUE(nlohmann::json::parse(slurp(path("from_fifo"))).contains("flops"));
+
+  const int raw = std::system(
+      fmt::format("{} chip v5e >/dev/full 2>{}", TPUSIM_BIN, path("full_err")).c_str());
+  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2);
+  EXPECT_EQ(slurp(path("full_err")), "tpusim: error: cannot write to stdout\n");
+}
+
 TEST_F(Cli, ValidateWritesRowsAndTheReport) {
   const CmdResult r =
       run(fmt::format("validate {}/scenarios/calibration/c3 --json {} --markdown {}",
