@@ -148,6 +148,9 @@ void load_workload(const YamlMap& top, StepConfig& c) {
   if (top.has("quantization"))  // MaxText's quantization: int8 (AQT)
     c.int8_matmuls =
         !top.choice("quantization", {"int8"}, "int8 (AQT int8 weight matmuls)").empty();
+  if (top.has("gdn") && c.model.gdn_layers() == 0)
+    top.fail("gdn", fmt::format("the model {} has no GDN layers for these settings to apply to",
+                                c.model.name));
   if (top.has("gdn")) {
     const YamlMap g = section(top, "gdn");
     if (g.has("build")) {

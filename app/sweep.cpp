@@ -262,6 +262,10 @@ Sweep load_sweep(const std::string& file) {
   Sweep s;
   s.file = file;
   s.name = top.string("name", fs::path(file).stem().string());
+  if (!is_bare_name(s.name))  // it names the outputs: they stay in the output folder
+    top.fail("name", fmt::format("'{}' is not a bare name (letters, digits, '.', '_', '-'): it "
+                                 "names the output files",
+                                 shortened(s.name)));
   if (top.has("kernel") == top.has("base"))
     top.fail(top.has("kernel") ? "kernel" : "base",
              "a sweep has either a base scenario (base:) or a catalog kernel (kernel:)");

@@ -182,7 +182,7 @@ Command validate_command(CLI::App& app) {
   c->add_option("--plot", a->plot,
                 "write predicted against measured as a picture (SVG) to FILE, +-10% bands");
   c->add_option("--jobs", a->jobs, "worker processes (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1024));
   return {c, [a] {
             const Validation v =
                 validate(a->paths.empty() ? default_validation_paths() : a->paths,

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -161,19 +163,32 @@ std::vector<std::string> known_chips() {
   return names;
 }
 
+bool is_bare_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' &&
+         std::all_of(name.begin(), name.end(), [](unsigned char c) {
+           return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+         });
+}
+
+std::string models_file(const std::string& name_or_path, const std::string& folder,
+                        const std::string& noun, const std::vector<std::string>& known) {
+  if (fs::path(name_or_path).extension() == ".yaml") return name_or_path;
+  const fs::path file = fs::path(models_dir()) / folder / (name_or_path + ".yaml");
+  std::error_code ec;  // a name too long for the filesystem is just an unknown name
+  if (!is_bare_name(name_or_path) ||
+      std::find(known.begin(), known.end(), name_or_path) == known.end() ||
+      !fs::is_regular_file(file, ec)) {
+    std::string list;
+    for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+    throw Error(fmt::format("unknown {} '{}' (known {}s: {}; or a path to a .yaml file)", noun,
+                            shortened(name_or_path), noun, list));
+  }
+  return file.string();
+}
+
 ChipSpec load_chip(const std::string& name_or_path) {
   const fs::path chips = fs::path(models_dir()) / "chips";
-  fs::path file = name_or_path;
-  if (file.extension() != ".yaml") {
-    file = chips / (name_or_path + ".yaml");
-    std::error_code ec;  // a name too long for the filesystem is just an unknown name
-    if (!fs::is_regular_file(file, ec) || name_or_path == "shared") {
-      std::string list;
-      for (const auto& n : known_chips()) list += (list.empty() ? "" : ", ") + n;
-      throw Error(
-          fmt::format("unknown chip '{}' (known chips: {})", shortened(name_or_path), list));
-    }
-  }
+  const fs::path file = models_file(name_or_path, "chips", "chip", known_chips());
   ChipSpec c;
   std::set<std::string> seen;
   read_file(c, file.string(), seen, true);

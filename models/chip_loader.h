@@ -18,6 +18,14 @@ std::string repo_path(const std::string& relative);
 
 std::vector<std::string> known_chips();
 
+// Whether `name` can name a file in models/ (or a sweep's outputs): letters, digits, '.', '_'
+// and '-', not starting with '.'; never a path.
+bool is_bare_name(const std::string& name);
+// The file a chip or model is given by: a path ending in .yaml as it is, else a bare name of a
+// file in models/<folder>. Anything else is an Error listing `known` (what `noun`s there are).
+std::string models_file(const std::string& name_or_path, const std::string& folder,
+                        const std::string& noun, const std::vector<std::string>& known);
+
 // `name_or_path`: a chip name (v5e, v6e, v5p) or a path to a chip YAML file.
 ChipSpec load_chip(const std::string& name_or_path);
 

@@ -29,9 +29,18 @@ std::string child_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
-// What yaml-cpp accepts silently: a key given twice in one mapping (the first would win), and
-// explicit tags (!!python/object, !custom) that the readers would ignore.
-void check_document(const std::string& file, const YAML::Node& n, const std::string& path) {
+// No input of tpusim nests this deep; an alias that contains itself (`x: &a [*a]`) would nest
+// forever, and every reader would recurse until the stack ran out.
+constexpr int kMaxDepth = 64;
+
+// What yaml-cpp accepts silently: a key given twice in one mapping (the first would win),
+// explicit tags (!!python/object, !custom) that the readers would ignore, and nesting without end.
+void check_document(const std::string& file, const YAML::Node& n, const std::string& path,
+                    int depth = 0) {
+  if (depth > kMaxDepth)
+    yaml_fail(file, n, shortened(path),
+              fmt::format("nested deeper than {} levels (an alias that contains itself?)",
+                          kMaxDepth));
   static const std::set<std::string> kPlain = {"",
                                                "?",
                                                "!",
@@ -47,14 +56,14 @@ void check_document(const std::string& file, const YAML::Node& n, const std::str
     yaml_fail(file, n, path, fmt::format("the tag '{}' is not supported (remove it)", tag));
   if (n.IsSequence()) {
     for (size_t i = 0; i < n.size(); ++i)
-      check_document(file, n[i], fmt::format("{}[{}]", path, i));
+      check_document(file, n[i], fmt::format("{}[{}]", path, i), depth + 1);
   } else if (n.IsMap()) {
     std::set<std::string> keys;
     for (const auto& kv : n) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
       if (kv.first.IsScalar() && !keys.insert(key).second)
         yaml_fail(file, kv.first, child_path(path, key), "given twice in one mapping");
-      check_document(file, kv.second, child_path(path, key));
+      check_document(file, kv.second, child_path(path, key), depth + 1);
     }
   }
 }

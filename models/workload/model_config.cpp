@@ -51,18 +51,7 @@ std::vector<std::string> known_models() {
 }
 
 ModelConfig load_model(const std::string& name_or_path) {
-  fs::path file = name_or_path;
-  if (file.extension() != ".yaml") {
-    file = fs::path(models_dir()) / "workloads" / (name_or_path + ".yaml");
-    std::error_code ec;  // a name too long for the filesystem is just an unknown name
-    if (!fs::is_regular_file(file, ec)) {
-      std::string list;
-      for (const auto& n : known_models()) list += (list.empty() ? "" : ", ") + n;
-      throw Error(
-          fmt::format("unknown model '{}' (known models: {})", shortened(name_or_path), list));
-    }
-  }
-  const std::string f = file.string();
+  const std::string f = models_file(name_or_path, "workloads", "model", known_models());
   const YamlMap top(f, yaml_load_file(f), "",
                     {"name", "source", "d_model", "layers", "q_heads", "kv_heads", "head_dim",
                      "mlp_dim", "mlp", "vocab", "full_attention_interval", "gdn", "moe"},

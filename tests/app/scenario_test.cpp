@@ -68,8 +68,14 @@ TEST(Scenario, UnknownKey) {
 }
 
 TEST(Scenario, UnknownNestedKeyHasItsPath) {
-  const std::string e = error_of(std::string(kGood) + "gdn: {build: main, chnk: 64}\n");
-  EXPECT_NE(e.find(":6:20: key 'gdn.chnk': unknown key"), std::string::npos) << e;
+  const std::string e = error_of(std::string(kGood) + "mesh: {fsdp: 256, tnsr: 1}\n");
+  EXPECT_NE(e.find(":6:19: key 'mesh.tnsr': unknown key"), std::string::npos) << e;
+}
+
+TEST(Scenario, GdnSettingsNeedAModelWithGdnLayers) {
+  const std::string e = error_of(std::string(kGood) + "gdn: {build: main}\n");
+  EXPECT_NE(e.find(":6:6: key 'gdn': the model maxtext-16b has no GDN layers"), std::string::npos)
+      << e;
 }
 
 TEST(Scenario, WrongType) {

@@ -162,7 +162,7 @@ TEST(Gui, BadFlagsNameTheFlagAndItsValues) {
   const std::pair<const char*, const char*> cases[] = {
       {"--build nope", "--build: nope not in {main,scan,heads,ladder,doubling}"},
       {"--seq 0", "--seq: 0 is outside 1..16777216"},
-      {"--chip v9", "--chip: unknown chip 'v9' (known chips: v5e, v5p, v6e)"},
+      {"--chip v9", "--chip: unknown chip 'v9' (known chips: v5e, v5p, v6e; or a path to a .yaml file)"},
       {"--compare nope", "--compare: unknown kernel 'nope' (known: "},
       {"--step-build x", "--step-build: x not in {main,scan,heads,ladder,doubling}"},
       {"--head-tile-fwd -1", "--head-tile-fwd: -1 is outside 0..1024"},

@@ -97,7 +97,7 @@ TEST(ChipLoader, UnknownChipListsKnownOnes) {
     load_chip("v9x");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "unknown chip 'v9x' (known chips: v5e, v5p, v6e)");
+    EXPECT_STREQ(e.what(), "unknown chip 'v9x' (known chips: v5e, v5p, v6e; or a path to a .yaml file)");
   }
 }
 
