@@ -23,6 +23,12 @@ namespace {
 // XLA-flags); the rest of VMEM is XLA's prefetch space.
 constexpr int64_t kMinScopedVmemKib = 4096;
 constexpr int64_t kVmemReserveBytes = int64_t{1024} << 10;
+// The largest counts a scenario may give. Beyond any TPU job (the largest pods hold thousands of
+// chips; MaxText's longest contexts are about a million tokens) and small enough that the step
+// model's products (tokens x width x layers x bytes) stay within 64 bits.
+constexpr int64_t kMaxChips = int64_t{1} << 20, kMaxSlices = int64_t{1} << 12;
+constexpr int64_t kMaxTokensPerChip = int64_t{1} << 24;  // seq x batch_per_chip; seq alone too
+constexpr int64_t kMaxTile = int64_t{1} << 16;           // chunk, head and block tiles
 
 // The keys of each mapping of a scenario file, by key path ("" for the top level). `remat` is a
 // policy name or {custom: {TENSOR: placement}}; load_remat checks the tensor names.
@@ -116,18 +122,19 @@ void load_hardware(const YamlMap& top, Scenario& s) {
   } catch (const Error& e) {
     top.fail("model", e.what());
   }
-  c.chips_per_slice = top.positive("chips");
-  c.mesh.data = top.positive("slices", 1);
+  top.need("chips");
+  c.chips_per_slice = top.positive("chips", 0, kMaxChips);
+  c.mesh.data = top.positive("slices", 1, kMaxSlices);
   c.mesh.fsdp = c.chips_per_slice;
   if (top.has("mesh")) {
     const YamlMap m = section(top, "mesh");
-    c.mesh.tensor = m.positive("tensor", 1);
-    c.mesh.context = m.positive("context", 1);
-    c.mesh.fsdp = m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context));
+    c.mesh.tensor = m.positive("tensor", 1, kMaxChips);
+    c.mesh.context = m.positive("context", 1, kMaxChips);
+    c.mesh.fsdp = m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context), kMaxChips);
   }
   if (top.has("scoped_vmem_kib")) {  // --xla_tpu_scoped_vmem_limit_kib
     const int64_t kib = top.positive("scoped_vmem_kib");
-    if (kib < kMinScopedVmemKib || kib * 1024 > c.chip.vmem_bytes - kVmemReserveBytes)
+    if (kib < kMinScopedVmemKib || kib > (c.chip.vmem_bytes - kVmemReserveBytes) / 1024)
       top.fail("scoped_vmem_kib",
                fmt::format("{} KiB is outside [{}, VMEM - {}] = [{}, {}] on {}", kib,
                            kMinScopedVmemKib, kVmemReserveBytes / 1024, kMinScopedVmemKib,
@@ -138,13 +145,15 @@ void load_hardware(const YamlMap& top, Scenario& s) {
 
 // Sequence, batch, remat, dtypes and the kernels' knobs.
 void load_workload(const YamlMap& top, StepConfig& c) {
-  c.seq = top.positive("seq");
-  c.batch_per_chip = top.positive("batch_per_chip");
+  top.need("seq");
+  top.need("batch_per_chip");
+  c.seq = top.positive("seq", 0, kMaxTokensPerChip);
+  c.batch_per_chip = top.positive("batch_per_chip", 0, kMaxTokensPerChip / c.seq);
   if (top.has("remat")) c.remat = load_remat(top);
   if (top.has("weight_dtype"))
     c.weight_dtype =
         top.choice("weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::bf16 : DType::f32;
-  c.vocab_tiles = top.positive("vocab_tiling", 1);
+  c.vocab_tiles = top.positive("vocab_tiling", 1, kMaxTile);
   if (top.has("quantization"))  // MaxText's quantization: int8 (AQT)
     c.int8_matmuls =
         !top.choice("quantization", {"int8"}, "int8 (AQT int8 weight matmuls)").empty();
@@ -161,17 +170,17 @@ void load_workload(const YamlMap& top, StepConfig& c) {
         g.fail("build", e.what());
       }
     }
-    c.gdn_chunk = g.positive("chunk", c.gdn_chunk);
-    c.gdn.head_tile_fwd = g.positive("head_tile_fwd", c.gdn.head_tile_fwd);
-    c.gdn.head_tile_bwd = g.positive("head_tile_bwd", c.gdn.head_tile_bwd);
-    c.gdn.tile_n = g.positive("tile_n", c.gdn.tile_n);
+    c.gdn_chunk = g.positive("chunk", c.gdn_chunk, kMaxTile);
+    c.gdn.head_tile_fwd = g.positive("head_tile_fwd", c.gdn.head_tile_fwd, kMaxTile);
+    c.gdn.head_tile_bwd = g.positive("head_tile_bwd", c.gdn.head_tile_bwd, kMaxTile);
+    c.gdn.tile_n = g.positive("tile_n", c.gdn.tile_n, kMaxTile);
   } else if (c.model.gdn_layers() > 0) {
     top.fail("gdn",
              "the model has GDN layers: say which build runs them (gdn: {build: "
              "main|scan|heads|ladder})");
   }
   if (top.has("attention"))
-    c.attention_block = section(top, "attention").positive("block", c.attention_block);
+    c.attention_block = section(top, "attention").positive("block", c.attention_block, kMaxTile);
 }
 
 void load_measured(const YamlMap& top, Scenario& s) {

@@ -53,6 +53,13 @@ int64_t YamlMap::positive(const std::string& key, int64_t fallback) const {
   return has(key) ? positive(key) : fallback;
 }
 
+int64_t YamlMap::positive(const std::string& key, int64_t fallback, int64_t max) const {
+  if (!has(key)) return fallback;
+  const int64_t v = positive(key);
+  if (v > max) fail(key, fmt::format("{} is more than {}, the most tpusim sizes", v, max));
+  return v;
+}
+
 double YamlMap::positive_number(const std::string& key) const {
   const auto v = as<double>(key, "a number");
   if (!(v > 0) || !std::isfinite(v))

@@ -31,6 +31,9 @@ class YamlMap {
   YAML::Node need(const std::string& key) const;
   std::string string(const std::string& key) const;
   int64_t positive(const std::string& key) const;        // an integer >= 1
+  // An integer in [1, max]; `max` bounds what tpusim can size without overflowing (the caller
+  // says why in its name).
+  int64_t positive(const std::string& key, int64_t fallback, int64_t max) const;
   double positive_number(const std::string& key) const;  // finite, > 0
   template <typename T>
   T as(const std::string& key, const char* type_name) const {

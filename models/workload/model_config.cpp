@@ -60,13 +60,18 @@ ModelConfig load_model(const std::string& name_or_path) {
   m.file = f;
   m.name = top.string("name");
   m.source = top.string("source");
-  m.d_model = top.positive("d_model");
-  m.layers = top.positive("layers");
-  m.q_heads = top.positive("q_heads");
-  m.kv_heads = top.positive("kv_heads");
-  m.head_dim = top.positive("head_dim");
-  m.mlp_dim = top.positive("mlp_dim");
-  m.vocab = top.positive("vocab");
+  // Bounds beyond any published model (widths of tens of thousands, a few hundred layers, vocabularies
+  // of a few hundred thousand) that keep the step model's products within 64 bits.
+  constexpr int64_t kMaxWidth = int64_t{1} << 20, kMaxCount = int64_t{1} << 14;
+  for (const char* k : {"d_model", "layers", "q_heads", "kv_heads", "head_dim", "mlp_dim", "vocab"})
+    top.need(k);
+  m.d_model = top.positive("d_model", 0, kMaxWidth);
+  m.layers = top.positive("layers", 0, kMaxCount);
+  m.q_heads = top.positive("q_heads", 0, kMaxCount);
+  m.kv_heads = top.positive("kv_heads", 0, kMaxCount);
+  m.head_dim = top.positive("head_dim", 0, kMaxWidth);
+  m.mlp_dim = top.positive("mlp_dim", 0, kMaxWidth);
+  m.vocab = top.positive("vocab", 0, kMaxWidth);
   m.swiglu = top.choice("mlp", {"swiglu", "gelu"}) == "swiglu";
   if (m.q_heads % m.kv_heads != 0)
     top.fail("kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads,

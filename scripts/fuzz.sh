@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Fuzzes the scenario, chip, model and sweep loaders (tests/fuzz/loaders_fuzz.cpp) with libFuzzer
+# for SECONDS (default 60), built with clang and ASan + UBSan into build-fuzz/. The seeds are every
+# YAML file of the repository (scenarios, models, the bad-input corpus), each under every loader.
+# A crash, timeout or sanitizer report fails the run; its input is left in build-fuzz/ as
+# crash-*/timeout-* (add it to tests/data/bad/ once fixed). Needs clang and libclang-rt-14-dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+bash scripts/setup.sh
+command -v clang++ >/dev/null || { echo "fuzz: needs clang++ (apt-get install clang)" >&2; exit 2; }
+if [ ! -f build-fuzz/CMakeCache.txt ]; then
+  CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTPUSIM_BUILD_GUI=OFF -DTPUSIM_BUILD_TESTS=OFF -DTPUSIM_BUILD_FUZZ=ON \
+    -DCMAKE_CXX_FLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+    >/dev/null
+fi
+echo "fuzz: building build-fuzz/loaders_fuzz" >&2
+cmake --build build-fuzz --target loaders_fuzz -j "$(nproc)" >/dev/null
+seeds=build-fuzz/seeds
+rm -rf "$seeds" && mkdir -p "$seeds"
+i=0
+while IFS= read -r f; do
+  for loader in 0 1 2 3; do
+    { printf "\\x$(printf %02x $loader)"; cat "$f"; } >"$seeds/seed_$((i++))"
+  done
+done < <(find scenarios models tests/data/bad -type f -name '*.yaml' | sort)
+corpus=build-fuzz/corpus
+mkdir -p "$corpus"
+cd build-fuzz
+echo "fuzz: $seconds s over $i seeds" >&2
+./loaders_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+  -print_final_stats=1 corpus seeds 2>&1 | grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" || true
+rm -f fuzz_input_*.yaml
+if ls crash-* timeout-* oom-* >/dev/null 2>&1; then
+  echo "fuzz: found inputs that crash or hang: $(ls crash-* timeout-* oom-* 2>/dev/null | tr '\n' ' ')" >&2
+  exit 1
+fi
+echo "fuzz: no crash, hang or sanitizer report" >&2
