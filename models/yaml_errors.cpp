@@ -1,9 +1,11 @@
 #include "models/yaml_errors.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <vector>
 
@@ -68,6 +70,24 @@ void check_document(const std::string& file, const YAML::Node& n, const std::str
   }
 }
 
+// Where each document of a stream starts, read without building the documents.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 YAML::Node yaml_load_file(const std::string& file) {
@@ -81,9 +101,21 @@ YAML::Node yaml_load_file(const std::string& file) {
   if (!std::filesystem::is_regular_file(status))
     throw Error(fmt::format("{}: not a regular file (a directory, a pipe or a device?)", file));
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAllFromFile(file);
-    if (docs.size() > 1) yaml_fail(file, docs[1], "", "a second YAML document: a file holds one");
-    YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    // Documents are counted up to two: yaml-cpp's LoadAll never ends on some malformed streams
+    // (a lone ',' yields empty documents without end, found by scripts/fuzz.sh).
+    {
+      std::ifstream in(file, std::ios::binary);
+      YAML::Parser parser(in);
+      DocumentStarts starts;
+      for (int n = 0; n < 2 && parser.HandleNextDocument(starts); ++n) {
+      }
+      if (starts.marks.size() > 1)
+        yaml_fail(file, starts.marks[1], "",
+                  starts.marks[1].pos == starts.marks[0].pos
+                      ? "not YAML the parser can read (a stray ',' or flow indicator?)"
+                      : "a second YAML document: a file holds one");
+    }
+    YAML::Node root = YAML::LoadFile(file);
     check_document(file, root, "");
     return root;
   } catch (const YAML::BadFile&) {

@@ -32,8 +32,9 @@ echo "fuzz: $seconds s over $i seeds" >&2
 ./loaders_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
   -print_final_stats=1 corpus seeds 2>&1 | grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" || true
 rm -f fuzz_input_*.yaml
-if ls crash-* timeout-* oom-* >/dev/null 2>&1; then
-  echo "fuzz: found inputs that crash or hang: $(ls crash-* timeout-* oom-* 2>/dev/null | tr '\n' ' ')" >&2
+found=$(find . -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \) | tr '\n' ' ')
+if [ -n "$found" ]; then
+  echo "fuzz: found inputs that crash or hang (in build-fuzz/): $found" >&2
   exit 1
 fi
 echo "fuzz: no crash, hang or sanitizer report" >&2
