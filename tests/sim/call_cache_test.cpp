@@ -9,6 +9,7 @@
 #include "kernels/generic.h"
 #include "sim/timing/content_hash.h"
 #include "sim/timing/engine.h"
+#include "tests/sim/same_results.h"
 #include "tests/test_chip.h"
 
 namespace tpusim {
@@ -51,14 +52,7 @@ TEST(ContentHash, ChipValuesCountAndTheirDocumentationDoesNot) {
 // Every field of two results, with the timeline's labels as text (label ids follow the order in
 // which a run meets them, which replaying from the cache changes).
 void expect_same(const RunResult& a, const RunResult& b) {
-  EXPECT_EQ(a.cycles, b.cycles);
-  EXPECT_EQ(a.time, b.time);
-  EXPECT_EQ(a.unit_busy, b.unit_busy);
-  EXPECT_EQ(a.hbm_read_bytes, b.hbm_read_bytes);
-  EXPECT_EQ(a.hbm_write_bytes, b.hbm_write_bytes);
-  EXPECT_EQ(a.flops, b.flops);
-  EXPECT_EQ(a.mxu_pass_flops, b.mxu_pass_flops);
-  EXPECT_EQ(a.grid_steps, b.grid_steps);
+  testing::expect_same_totals(a, b);
   ASSERT_EQ(a.kernels.size(), b.kernels.size());
   for (size_t i = 0; i < a.kernels.size(); ++i) {
     EXPECT_EQ(a.kernels[i].cycles, b.kernels[i].cycles) << a.kernels[i].name;

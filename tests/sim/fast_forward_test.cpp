@@ -5,6 +5,7 @@
 
 #include "kernels/generic.h"
 #include "sim/timing/engine.h"
+#include "tests/sim/same_results.h"
 #include "tests/test_chip.h"
 
 namespace tpusim {
@@ -12,15 +13,7 @@ namespace {
 
 using testing::round_chip;
 
-void expect_same_results(const RunResult& full, const RunResult& fast) {
-  EXPECT_EQ(fast.cycles, full.cycles);
-  EXPECT_EQ(fast.time, full.time);
-  EXPECT_EQ(fast.unit_busy, full.unit_busy);
-  EXPECT_EQ(fast.hbm_read_bytes, full.hbm_read_bytes);
-  EXPECT_EQ(fast.hbm_write_bytes, full.hbm_write_bytes);
-  EXPECT_EQ(fast.flops, full.flops);
-  EXPECT_EQ(fast.grid_steps, full.grid_steps);
-}
+const auto expect_same_results = testing::expect_same_totals;
 
 int spans(const RunResult& r) {
   int n = 0;
