@@ -169,6 +169,24 @@ ErrorStats error_stats(const std::vector<ValidationRow>& rows) {
   return {n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2, errors.back(), n};
 }
 
+namespace {
+
+// Text from an input file in a Markdown table cell: '|' and line breaks would end the cell.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string validation_markdown(const std::vector<ValidationRow>& rows,
                                 const std::vector<std::pair<Scenario, StepPrediction>>& blind) {
   std::string out =
@@ -182,8 +200,8 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
   out +=
       "| scenario | metric | predicted | measured | error | source |\n|---|---|---|---|---|---|\n";
   for (const ValidationRow& r : rows)
-    out += fmt::format("| {} | {} | {:.6g} | {:.6g} | {:+.1f}% | {} |\n", r.scenario, r.metric,
-                       r.predicted, r.measured, r.error_pct(), r.source);
+    out += fmt::format("| {} | {} | {:.6g} | {:.6g} | {:+.1f}% | {} |\n", cell(r.scenario),
+                       r.metric, r.predicted, r.measured, r.error_pct(), cell(r.source));
   if (const ErrorStats e = error_stats(rows); e.rows > 0)
     out += fmt::format("\nMedian absolute error {:.1f}%, maximum {:.1f}% over {} rows.\n",
                        e.median_pct, e.max_pct, e.rows);
@@ -193,7 +211,7 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
         "| scenario | step time | tokens/s/chip | TFLOP/s/chip | MFU | peak HBM | fits "
         "|\n|---|---|---|---|---|---|---|\n";
     for (const auto& [s, p] : blind)
-      out += fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} |\n", s.name,
+      out += fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} |\n", cell(s.name),
                          p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip,
                          100 * p.mfu, format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "yes" : "no");
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "app/chrome_trace.h"
+#include "app/step_report.h"
 #include "kernels/generic.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
@@ -190,6 +191,19 @@ TEST(Report, GzOutputsAreCompressed) {
   EXPECT_LT(std::filesystem::file_size(gz), expected.size() / 4);
   std::filesystem::remove(plain);
   std::filesystem::remove(gz);
+}
+
+// Names from input files cannot break the validation table: every row keeps its seven bars.
+TEST(Report, ValidationTableCellsEscapeBars) {
+  const std::string md =
+      validation_markdown({{"a|b", "mfu", "log | one\ntwo", 0.5, 0.4, "v5e"}}, {});
+  const size_t row = md.find("| a\\|b |");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  size_t bars = 0;
+  for (size_t i = 0; i < line.size(); ++i)
+    bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(bars, 7u) << line;
 }
 
 TEST(Report, OutputsAreByteIdenticalAcrossRuns) {
