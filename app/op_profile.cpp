@@ -120,12 +120,8 @@ nlohmann::json op_profile_json(const std::vector<OpProfileRow>& rows, const Chip
 
 std::string op_profile_file(const std::string& path, const std::vector<OpProfileRow>& rows,
                             const ChipSpec& chip) {
-  auto ends_with = [&](const char* ext) {
-    const std::string e(ext);
-    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
-  };
-  if (ends_with(".csv")) return op_profile_csv(rows);
-  if (ends_with(".json")) return json_text(op_profile_json(rows, chip), 2) + "\n";
+  if (path.ends_with(".csv")) return op_profile_csv(rows);
+  if (path.ends_with(".json")) return json_text(op_profile_json(rows, chip), 2) + "\n";
   return op_profile_text(rows);
 }
 

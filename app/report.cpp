@@ -83,11 +83,6 @@ class GzipBuffer : public std::streambuf {
   char out_buffer_[1 << 16];
 };
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 std::string format_si(double v, const char* unit) {
@@ -244,7 +239,7 @@ namespace {
 // The file's bytes into `out`: gzip-compressed when its path ends in .gz. False if that failed.
 bool emit(const std::string& path, const std::string& content,
           const std::function<void(std::ostream&)>& write, std::ostream& out) {
-  if (!ends_with(path, ".gz")) {
+  if (!path.ends_with(".gz")) {
     if (write)
       write(out);
     else
