@@ -15,9 +15,6 @@
 #include "sim/timing/steady_state.h"
 #include "sim/timing/tensor_core.h"
 
-// libsystemc's main() wants an sc_main; tpusim has its own entry points and never calls it.
-int sc_main(int, char**) { return 1; }
-
 namespace tpusim {
 namespace {
 
