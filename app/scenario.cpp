@@ -107,6 +107,21 @@ RematPolicy load_remat(const YamlMap& top) {
   return p;
 }
 
+// A slice is part of one host or whole hosts, and no larger than the chip's largest ICI domain
+// (chips_per_host, max_slice_chips: the chip file's sources).
+void check_slice_size(const YamlMap& top, const std::string& chip_name, const ChipSpec& chip,
+                      int64_t chips) {
+  const int64_t per_host = chip.chips_per_host;
+  if (chips > chip.max_slice_chips)
+    top.fail("chips", fmt::format("{} chips is more than the largest {} slice ({} chips); use "
+                                  "slices: for more",
+                                  chips, chip_name, chip.max_slice_chips));
+  if (chips < per_host ? per_host % chips != 0 : chips % per_host != 0)
+    top.fail("chips", fmt::format("{} chips is not a {} slice: a slice is a divisor of a host's {} "
+                                  "chips or a multiple of it",
+                                  chips, chip_name, per_host));
+}
+
 // chip, model, slice and mesh.
 void load_hardware(const YamlMap& top, Scenario& s) {
   StepConfig& c = s.step;
@@ -124,13 +139,15 @@ void load_hardware(const YamlMap& top, Scenario& s) {
   }
   top.need("chips");
   c.chips_per_slice = top.positive("chips", 0, kMaxChips);
+  check_slice_size(top, s.chip_name, c.chip, c.chips_per_slice);
   c.mesh.data = top.positive("slices", 1, kMaxSlices);
   c.mesh.fsdp = c.chips_per_slice;
   if (top.has("mesh")) {
     const YamlMap m = section(top, "mesh");
     c.mesh.tensor = m.positive("tensor", 1, kMaxChips);
     c.mesh.context = m.positive("context", 1, kMaxChips);
-    c.mesh.fsdp = m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context), kMaxChips);
+    c.mesh.fsdp =
+        m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context), kMaxChips);
   }
   if (top.has("scoped_vmem_kib")) {  // --xla_tpu_scoped_vmem_limit_kib
     const int64_t kib = top.positive("scoped_vmem_kib");

@@ -32,6 +32,16 @@ std::string unit_utilisation_text(const StepPrediction& p) {
   return out;
 }
 
+namespace {
+std::string memory_text(const StepPrediction& p) {
+  std::string out = "memory:";
+  for (const MemoryItem& m : p.memory)
+    out += fmt::format("  {} {}{};", m.what, format_bytes(m.bytes),
+                       m.on_device ? "" : " (offloaded to host)");
+  return out + "\n";
+}
+}  // namespace
+
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
   std::string out = fmt::format(
@@ -43,15 +53,19 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   if (c.model.gdn_layers() > 0)
     out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
   out += "\n";
-  out +=
-      fmt::format("step time {:.4f} s   tokens/s/chip {:.1f}   TFLOP/s/chip {:.1f}   MFU {:.1f}%\n",
-                  p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu);
+  if (p.timed)
+    out += fmt::format(
+        "step time {:.4f} s   tokens/s/chip {:.1f}   TFLOP/s/chip {:.1f}   MFU {:.1f}%\n",
+        p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu);
+  else
+    out += "step not timed: it does not fit HBM (--simulate-anyway times it)\n";
   out +=
       fmt::format("peak HBM {} of {} ({})\n", format_bytes(p.peak_hbm_bytes),
                   format_bytes(p.hbm_capacity_bytes),
                   p.fits_hbm ? "fits"
                              : fmt::format("does NOT fit: over by {}",
                                            format_bytes(p.peak_hbm_bytes - p.hbm_capacity_bytes)));
+  if (!p.timed) return out + memory_text(p);
   out += "by part (per instance; how many the step runs):\n";
   for (const StepPart& part : p.parts)
     out += fmt::format(
@@ -71,11 +85,7 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   for (const StepPart& part : p.parts) exposed += part.count * part.exposed_s;
   out += fmt::format("  exposed collectives {:.1f}%\n", 100 * exposed / p.step_time_s);
   out += "unit busy (mean over each kind's units):  " + unit_utilisation_text(p) + "\n";
-  out += "memory:";
-  for (const MemoryItem& m : p.memory)
-    out += fmt::format("  {} {}{};", m.what, format_bytes(m.bytes),
-                       m.on_device ? "" : " (offloaded to host)");
-  out += "\n";
+  out += memory_text(p);
   for (const ValidationRow& r : validation_rows(s, p))
     out += fmt::format("measured {} = {:.6g} ({}), predicted {:.6g}: {:+.1f}%\n", r.metric,
                        r.measured, r.source, r.predicted, r.error_pct());
@@ -108,11 +118,13 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
                  {"gdn_build", kernels::gdn::name(c.gdn.build)},
                  {"gdn_chunk", c.gdn_chunk},
                  {"attention_block", c.attention_block}};
-  j["step_time_s"] = p.step_time_s;
-  j["tokens_per_s_per_chip"] = p.tokens_per_s_per_chip;
-  j["tflops_per_chip"] = p.tflops_per_s_per_chip;
+  j["timed"] = p.timed;
+  const auto timed = [&](double v) { return p.timed ? json(v) : json(nullptr); };
+  j["step_time_s"] = timed(p.step_time_s);
+  j["tokens_per_s_per_chip"] = timed(p.tokens_per_s_per_chip);
+  j["tflops_per_chip"] = timed(p.tflops_per_s_per_chip);
   j["model_flops_per_chip"] = p.model_flops_per_chip;
-  j["mfu"] = p.mfu;
+  j["mfu"] = timed(p.mfu);
   j["peak_hbm_bytes"] = p.peak_hbm_bytes;
   j["hbm_capacity_bytes"] = p.hbm_capacity_bytes;
   j["fits_hbm"] = p.fits_hbm;

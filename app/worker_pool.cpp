@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/error.h"
+#include "sim/timing/engine.h"
 
 namespace tpusim {
 
@@ -92,7 +93,8 @@ void run_in_workers(int count, int jobs, const std::function<std::string(int)>& 
       // A worker does not outlive the run: it is killed when the parent dies (or has already).
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);
-      std::signal(SIGINT, SIG_IGN);  // the parent decides: it stops dealing tasks
+      std::signal(SIGINT, SIG_IGN);          // the parent decides: it stops dealing tasks
+      SimOptions::set_default_progress({});  // the parent reports progress, by tasks
       close(fd[0]);
       work(*next, count, task, fd[1]);
       close(fd[1]);

@@ -4,27 +4,28 @@
 #include <iostream>
 
 #include "app/command_line.h"
+#include "app/sim_flags.h"
 #include "app/version.h"
 #include "cli/commands.h"
 #include "sim/error.h"
-#include "sim/timing/engine.h"
 
 int main(int argc, char** argv) {
   using namespace tpusim::cli;
   CLI::App app{"tpusim: a TPU simulator and cost model for Pallas kernel schedules"};
   app.set_version_flag("--version", tpusim::version_text(), "print the version and git revision");
   app.require_subcommand(1);
-  bool no_fast_forward = false;
-  app.add_flag("--no-fast-forward", no_fast_forward,
-               "simulate every grid step (by default repeating steady-state periods are jumped "
-               "over, docs/performance.md)");
+  tpusim::SimFlags sim_flags;
+  tpusim::add_sim_flags(app, sim_flags,
+                        "simulate every grid step (by default repeating steady-state periods are "
+                        "jumped over, docs/performance.md)");
   std::vector<Command> commands = kernel_commands(app);
   for (Command c : {gdn_builds_command(app), run_command(app), validate_command(app),
                     sweep_command(app), chip_command(app), calibrate_command(app),
                     bench_command(app), import_command(app), compare_command(app)})
     commands.push_back(std::move(c));
   if (const auto stop = tpusim::parse_command_line(app, "tpusim", argc, argv)) return *stop;
-  tpusim::SimOptions::set_default_fast_forward(!no_fast_forward);
+  tpusim::apply_sim_flags(sim_flags);
+  tpusim::SimOptions::set_default_progress(tpusim::stderr_sim_progress());
   try {
     for (const Command& c : commands)
       if (c.app->parsed()) c.run();

@@ -98,11 +98,31 @@ void stage_step_program(const Scenario& sc, const Outputs& out, OutputFiles& fil
                       files);
 }
 
+// A step that does not fit HBM is not timed unless `simulate_anyway`: its memory is the answer.
+void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) {
+  StepPrediction p = predict_memory(sc.step);
+  if (p.fits_hbm || simulate_anyway) p = predict_step(sc.step);
+  const std::vector<BatchSplit> split =
+      p.timed ? batch_split(sc.step, p) : std::vector<BatchSplit>{};
+  OutputFiles files;
+  if (!out.json.empty()) {
+    nlohmann::json j = step_json(sc, p);
+    if (p.timed) j["batch_split"] = batch_split_json(sc.step, split);
+    files.stage(out.json, json_text(j, 2) + "\n");
+  }
+  stage_step_program(sc, out, files);
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  summary << step_summary_text(sc, p);
+  if (p.timed) summary << batch_split_text(sc.step, split);
+}
+
 }  // namespace
 
 Command run_command(CLI::App& app) {
   struct Args {
     std::string file, json, trace, program, hlo, chip;
+    bool simulate_anyway = false;
     Outputs out;
   };
   auto a = std::make_shared<Args>();
@@ -118,6 +138,8 @@ Command run_command(CLI::App& app) {
                             "or an HLO text file");
   c->add_option("--chip", a->chip,
                 "chip for --program / --hlo (default: the compile's device, else v5e)");
+  c->add_flag("--simulate-anyway", a->simulate_anyway,
+              "time a step that does not fit HBM (by default only its memory is reported)");
   a->out.add_to(c);
   program->excludes(hlo);
   return {
@@ -146,19 +168,7 @@ Command run_command(CLI::App& app) {
           throw Error(
               "run: --chip and --svg apply to --program and --hlo (a scenario names "
               "its chip)");
-        const Scenario sc = load_scenario(a->file);
-        const StepPrediction p = predict_step(sc.step);
-        const std::vector<BatchSplit> split = batch_split(sc.step, p);
-        OutputFiles files;
-        if (!a->out.json.empty()) {
-          nlohmann::json j = step_json(sc, p);
-          j["batch_split"] = batch_split_json(sc.step, split);
-          files.stage(a->out.json, json_text(j, 2) + "\n");
-        }
-        stage_step_program(sc, a->out, files);
-        std::ostream& summary = files.summary_stream();
-        files.commit();
-        summary << step_summary_text(sc, p) << batch_split_text(sc.step, split);
+        run_scenario(load_scenario(a->file), a->out, a->simulate_anyway);
       }};
 }
 

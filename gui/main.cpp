@@ -10,6 +10,7 @@
 #include "app/command_line.h"
 #include "app/knob_options.h"
 #include "app/program_import.h"
+#include "app/sim_flags.h"
 #include "gui/window.h"
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
@@ -48,16 +49,16 @@ int main(int argc, char** argv) {
       ->check(builds);
   app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
       ->expected(2);
-  bool no_fast_forward = false;
-  app.add_flag("--no-fast-forward", no_fast_forward,
-               "draw every grid step (by default spans that repeat the steps before them are "
-               "jumped over and marked)");
+  SimFlags sim_flags;
+  add_sim_flags(app, sim_flags,
+                "draw every grid step (by default spans that repeat the steps before them are "
+                "jumped over and marked)");
   // Every knob of every catalog kernel; a flag sets it in both the shown and the compared kernel.
   KnobOptions knobs;
   knobs.add_union(&app, kernels::catalog());
   if (const auto stop = parse_command_line(app, "tpusim-gui", argc, argv)) return *stop;
 
-  SimOptions::set_default_fast_forward(!no_fast_forward);
+  apply_sim_flags(sim_flags);
   auto fail = [](const std::string& what) {
     std::fprintf(stderr, "tpusim-gui: error: %s\n", what.c_str());
     return 2;

@@ -32,8 +32,23 @@ struct Range {
   bool min_allowed = false;  // min itself is a valid value
   double max = std::numeric_limits<double>::infinity();
 };
-constexpr Range kPositive{};
-constexpr Range kNonNegative{0, true};
+// Physical ceilings. A value beyond one describes no chip that could be built (and would overflow
+// the engine's cycle arithmetic), so it is a typing mistake rather than a design to explore.
+constexpr double kMaxClockHz = 1e11;        // 100 GHz: two orders above any clocked accelerator
+constexpr double kMaxRate = 1e18;           // op/s or byte/s of one chip: 1000x a v5p
+constexpr double kMaxPerCycle = 1e6;        // operations per cycle of one unit
+constexpr double kMaxUnits = 4096;          // cores, MXUs, queues, chips per host
+constexpr double kMaxBytes = 0x1p44;        // 16 TiB of memory on one chip
+constexpr double kMaxCycles = 1e9;          // a fixed cost of a second at 1 GHz
+constexpr double kMaxSeconds = 1;           // a fixed latency of a whole second
+constexpr double kMaxSliceChips = 1 << 20;  // a million chips in one ICI domain
+
+constexpr Range kPositive{0, false, kMaxRate};
+constexpr Range kUnits{0, false, kMaxUnits};
+constexpr Range kPerCycle{0, false, kMaxPerCycle};
+constexpr Range kBytes{0, false, kMaxBytes};
+constexpr Range kCycles{0, true, kMaxCycles};
+constexpr Range kSeconds{0, true, kMaxSeconds};
 
 template <typename T>
 Setter field(T ChipSpec::*member, const char* type_name, Range r = kPositive) {
@@ -41,11 +56,13 @@ Setter field(T ChipSpec::*member, const char* type_name, Range r = kPositive) {
                                 const std::string& key) {
     const T v = yaml_as<T>(file, n, key, type_name);
     const double x = static_cast<double>(v);
+    if (!std::isfinite(x))
+      yaml_fail(file, n, key, fmt::format("{} is not a finite number", n.Scalar()));
     if (!(r.min_allowed ? x >= r.min : x > r.min) || !(x <= r.max))
       yaml_fail(file, n, key,
-                fmt::format("{} is out of range: must be {} {}{}", n.Scalar(),
+                fmt::format("{} is out of range: must be {} {:g}{}", n.Scalar(),
                             r.min_allowed ? "at least" : "more than", r.min,
-                            std::isinf(r.max) ? "" : fmt::format(" and at most {}", r.max)));
+                            fmt::format(" and at most {:g}", r.max)));
     c.*member = v;
   };
 }
@@ -67,41 +84,48 @@ Setter megacore_split() {
 const std::map<std::string, Setter>& fields() {
   static const std::map<std::string, Setter> f = {
       {"megacore_split", megacore_split()},
-      {"clock_hz", field(&ChipSpec::clock_hz, "a number")},
-      {"tensorcores", field(&ChipSpec::tensorcores, "an integer")},
-      {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer")},
-      {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer", {8, true})},
+      {"clock_hz", field(&ChipSpec::clock_hz, "a number", {0, false, kMaxClockHz})},
+      {"tensorcores", field(&ChipSpec::tensorcores, "an integer", kUnits)},
+      {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer", kUnits)},
+      {"mxu_dim", field(&ChipSpec::mxu_dim, "an integer", {8, true, kMaxUnits})},
       {"mxu_fill_drain_per_dim",
-       field(&ChipSpec::mxu_fill_drain_per_dim, "a number", kNonNegative)},
+       field(&ChipSpec::mxu_fill_drain_per_dim, "a number", {0, true, kMaxPerCycle})},
       {"peak_bf16_flops", field(&ChipSpec::peak_bf16_flops, "a number")},
       {"peak_int8_ops", field(&ChipSpec::peak_int8_ops, "a number")},
-      {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number")},
-      {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number")},
-      {"vpu_transcendental_per_cycle", field(&ChipSpec::vpu_transcendental_per_cycle, "a number")},
-      {"vpu_cross_lane_per_cycle", field(&ChipSpec::vpu_cross_lane_per_cycle, "a number")},
-      {"vector_rate_scale", field(&ChipSpec::vector_rate_scale, "a number")},
-      {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer", kNonNegative)},
+      {"vpu_simple_per_cycle", field(&ChipSpec::vpu_simple_per_cycle, "a number", kPerCycle)},
+      {"vpu_divide_per_cycle", field(&ChipSpec::vpu_divide_per_cycle, "a number", kPerCycle)},
+      {"vpu_transcendental_per_cycle",
+       field(&ChipSpec::vpu_transcendental_per_cycle, "a number", kPerCycle)},
+      {"vpu_cross_lane_per_cycle",
+       field(&ChipSpec::vpu_cross_lane_per_cycle, "a number", kPerCycle)},
+      {"vector_rate_scale", field(&ChipSpec::vector_rate_scale, "a number", kPerCycle)},
+      {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer", kCycles)},
       {"xla_row_solve_step_cycles",
-       field(&ChipSpec::xla_row_solve_step_cycles, "an integer", kNonNegative)},
-      {"vpu_cast_ops_per_vreg", field(&ChipSpec::vpu_cast_ops_per_vreg, "a number", {1, true})},
-      {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer")},
-      {"scoped_vmem_bytes", field(&ChipSpec::scoped_vmem_bytes, "an integer")},
-      {"hbm_bytes", field(&ChipSpec::hbm_bytes, "an integer")},
+       field(&ChipSpec::xla_row_solve_step_cycles, "an integer", kCycles)},
+      {"vpu_cast_ops_per_vreg",
+       field(&ChipSpec::vpu_cast_ops_per_vreg, "a number", {1, true, kMaxPerCycle})},
+      {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer", kBytes)},
+      {"scoped_vmem_bytes", field(&ChipSpec::scoped_vmem_bytes, "an integer", kBytes)},
+      {"hbm_bytes", field(&ChipSpec::hbm_bytes, "an integer", kBytes)},
       {"hbm_bytes_per_s", field(&ChipSpec::hbm_bytes_per_s, "a number")},
       {"hbm_efficiency", field(&ChipSpec::hbm_efficiency, "a number", {0, false, 1})},
-      {"dma_queues", field(&ChipSpec::dma_queues, "an integer")},
-      {"dma_latency_cycles", field(&ChipSpec::dma_latency_cycles, "an integer", kNonNegative)},
+      {"dma_queues", field(&ChipSpec::dma_queues, "an integer", kUnits)},
+      {"dma_latency_cycles", field(&ChipSpec::dma_latency_cycles, "an integer", kCycles)},
       {"grid_step_overhead_cycles",
-       field(&ChipSpec::grid_step_overhead_cycles, "an integer", kNonNegative)},
+       field(&ChipSpec::grid_step_overhead_cycles, "an integer", kCycles)},
       {"while_loop_overhead_cycles",
-       field(&ChipSpec::while_loop_overhead_cycles, "an integer", kNonNegative)},
-      {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number", kNonNegative)},
+       field(&ChipSpec::while_loop_overhead_cycles, "an integer", kCycles)},
+      {"host_dispatch_s", field(&ChipSpec::host_dispatch_s, "a number", kSeconds)},
       {"ici_dims", field(&ChipSpec::ici_dims, "an integer", {2, true, 3})},
-      {"ici_wraparound_chips", field(&ChipSpec::ici_wraparound_chips, "an integer")},
+      {"ici_wraparound_chips",
+       field(&ChipSpec::ici_wraparound_chips, "an integer", {0, false, kMaxSliceChips})},
       {"ici_link_bytes_per_s", field(&ChipSpec::ici_link_bytes_per_s, "a number")},
-      {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number", kNonNegative)},
+      {"ici_hop_latency_s", field(&ChipSpec::ici_hop_latency_s, "a number", kSeconds)},
       {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number", {0, false, 1})},
       {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
+      {"chips_per_host", field(&ChipSpec::chips_per_host, "an integer", kUnits)},
+      {"max_slice_chips",
+       field(&ChipSpec::max_slice_chips, "an integer", {0, false, kMaxSliceChips})},
   };
   return f;
 }

@@ -51,9 +51,12 @@ Program checked_part(const StepConfig& c, const std::string& key, const std::str
   try {
     Program p = build();
     validate(c.chip, p);
+    check_work(p, SimOptions::default_limits());
     return p;
   } catch (const VmemError& e) {
     throw ConfigError(key, fmt::format("the {}: {}", part, e.what()), /*over_vmem=*/true);
+  } catch (const WorkLimitError& e) {  // a part's size follows the sequence (and the batch)
+    throw ConfigError("seq", fmt::format("the {}: {}", part, e.what()));
   } catch (const Error& e) {
     throw ConfigError(key, fmt::format("the {}: {}", part, e.what()));
   }
@@ -101,8 +104,24 @@ Program one_of_each_part(const StepConfig& c) {
   return p;
 }
 
-StepPrediction predict_step(const StepConfig& c) {
+StepPrediction predict_memory(const StepConfig& c) {
   check_config(c);
+  StepPrediction out;
+  out.timed = false;
+  // MaxText's per-device batch is fractional under context parallelism (1/context sequence).
+  out.model_flops_per_chip = maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq) /
+                             static_cast<double>(c.mesh.context);
+  out.memory = memory_model(c, c.local());
+  for (const MemoryItem& it : out.memory)
+    if (it.on_device) out.peak_hbm_bytes += it.bytes;
+  out.hbm_capacity_bytes = c.chip.hbm_bytes;
+  out.fits_hbm = out.peak_hbm_bytes <= out.hbm_capacity_bytes;
+  return out;
+}
+
+StepPrediction predict_step(const StepConfig& c) {
+  StepPrediction out = predict_memory(c);  // checks the configuration first
+  out.timed = true;
   const LocalSizes l = c.local();
   const ModelConfig& m = c.model;
   // Every part is built and checked before any is simulated, so a configuration whose kernels
@@ -110,7 +129,6 @@ StepPrediction predict_step(const StepConfig& c) {
   const Program attention = m.attention_layers() > 0 ? attention_part(c, l) : Program{};
   const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
   const Program logits = logits_part(c, l), update = optimizer_part(c);
-  StepPrediction out;
   auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
                    bool attention) {
     StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
@@ -147,16 +165,8 @@ StepPrediction predict_step(const StepConfig& c) {
 
   for (const StepPart& p : out.parts) out.step_time_s += p.count * (p.compute_s + p.exposed_s);
   out.tokens_per_s_per_chip = l.tokens / c.mesh.tensor / out.step_time_s;
-  // MaxText's per-device batch is fractional under context parallelism (1/context sequence).
-  out.model_flops_per_chip =
-      maxtext_flops_per_device(m, c.batch_per_chip, c.seq) / static_cast<double>(c.mesh.context);
   out.tflops_per_s_per_chip = out.model_flops_per_chip / out.step_time_s / 1e12;
   out.mfu = out.tflops_per_s_per_chip * 1e12 / c.chip.peak_bf16_flops;
-  out.memory = memory_model(c, l);
-  for (const MemoryItem& it : out.memory)
-    if (it.on_device) out.peak_hbm_bytes += it.bytes;
-  out.hbm_capacity_bytes = c.chip.hbm_bytes;
-  out.fits_hbm = out.peak_hbm_bytes <= out.hbm_capacity_bytes;
   return out;
 }
 

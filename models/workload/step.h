@@ -44,6 +44,8 @@ struct StepPrediction {
   int64_t peak_hbm_bytes = 0;
   int64_t hbm_capacity_bytes = 0;
   bool fits_hbm = true;
+  // false: only the memory and the FLOP count (predict_memory); no time, no parts.
+  bool timed = true;
 };
 
 // Checks the configuration (mesh product, divisibility), then builds every part's program and
@@ -51,6 +53,9 @@ struct StepPrediction {
 // kernels cannot exist fails before anything is simulated. Throws ConfigError.
 void check(const StepConfig& c);
 StepPrediction predict_step(const StepConfig& c);
+// The step's peak HBM and MaxText's FLOP count without simulating anything (`timed` false):
+// what `tpusim run` reports for a step that does not fit unless asked to time it.
+StepPrediction predict_memory(const StepConfig& c);
 
 // What batching buys: each part's share of the step (count x (compute + exposed collectives))
 // split into what does not grow with the per-chip batch (a chain of dependent steps, a loop's

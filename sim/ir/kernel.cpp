@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "sim/error.h"
 
 namespace tpusim {
@@ -32,7 +34,8 @@ bool When::holds(const GridIndex& g, const std::vector<int64_t>& grid) const {
 
 int64_t Kernel::grid_steps() const {
   int64_t n = 1;
-  for (int64_t g : grid) n *= g;
+  for (int64_t g : grid)
+    if (__builtin_mul_overflow(n, g, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 

@@ -184,7 +184,7 @@ struct Kernel {
   std::vector<Op> body;
   int64_t vmem_limit_bytes = 0;  // 0: the chip's scoped default (CompilerParams(vmem_limit_bytes))
 
-  int64_t grid_steps() const;
+  int64_t grid_steps() const;  // saturates at INT64_MAX
   DotShape dot_shape(const Op& op) const;
   // Shape of an elementwise result: the inputs broadcast numpy-style.
   Shape broadcast_shape(const std::vector<ValueId>& inputs) const;

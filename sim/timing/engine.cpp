@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -71,12 +73,24 @@ class Chip : public sc_core::sc_module {
   std::vector<KernelStats>* stats = nullptr;
   std::vector<ItemResult>* items = nullptr;
 
+  // What stopped the run, rethrown by simulate() once SystemC has returned: an exception must
+  // not unwind through SystemC's thread stacks (the sanitizers lose track of them).
+  std::exception_ptr failure;
+
  private:
   void charge_all(Cause c, int64_t until) {
     for (auto& core : cores_) core->account().charge(rec_, c, until);
   }
 
   void run() {
+    try {
+      run_program();
+    } catch (...) {
+      failure = std::current_exception();  // the only process: returning ends the simulation
+    }
+  }
+
+  void run_program() {
     wait(cycles(chip_.s_to_cycles(chip_.host_dispatch_s)));
     charge_all(Cause::dispatch, now_cycles());
     std::vector<int64_t> done(program_.items.size(), 0);
@@ -136,6 +150,7 @@ class Chip : public sc_core::sc_module {
     const auto before = cores_[0]->account().time;
     const int64_t read0 = hbm_.read_bytes(), write0 = hbm_.write_bytes(), t0 = now_cycles();
 
+    calls_begun_steps_ = grid_steps_;
     grid_steps_ += k.grid_steps();
     // A call that starts with HBM idle replays an identical earlier call (call_cache.h): within
     // this run as one span on the timeline, from an earlier run with that call's events.
@@ -171,6 +186,7 @@ class Chip : public sc_core::sc_module {
       play(k, item, body, loop_iteration, it->second, t0);
     }
     charge_all(Cause::idle, now_cycles());
+    check_events(grid_steps_);  // a replayed call adds its events at once
 
     ks.calls += 1;
     ks.cycles += now_cycles() - t0;
@@ -208,12 +224,31 @@ class Chip : public sc_core::sc_module {
           next = c;
       if (!next) break;
       next->resume();
+      if (++transfer_points_ % kWorkCheckInterval == 0) check_work(cores);
       if (fast_forward && next == cores[0] && next->point() == TensorCore::Point::prefetch)
         steady_.observe();
     }
     int64_t end = t0;
     for (TensorCore* c : cores) end = std::max(end, c->clock());
     wait(cycles(end - t0));
+  }
+
+  // The timeline's size against its limit, and progress, during a kernel call.
+  void check_work(const std::vector<TensorCore*>& cores) {
+    int64_t done = calls_begun_steps_;  // and the current call's steps begun on each core
+    for (const TensorCore* c : cores) done += c->steps_begun();
+    check_events(done);
+    if (options_.progress) options_.progress(done, program_steps_);
+  }
+  void check_events(int64_t steps_done) const {
+    const int64_t n = static_cast<int64_t>(rec_.event_count());
+    if (n < options_.limits.events) return;
+    throw WorkLimitError(fmt::format(
+        "the timeline reached {} events, over the limit of {} (--max-events), {:.0f}% into the "
+        "program's {} grid steps: record a smaller shape, or raise the limit",
+        n, options_.limits.events,
+        100.0 * static_cast<double>(steps_done) / static_cast<double>(program_steps_),
+        program_steps_));
   }
 
   // The counters before a call (record() turns them into what the call changed).
@@ -276,15 +311,29 @@ class Chip : public sc_core::sc_module {
   std::map<const Kernel*, Digest> kernel_digests_;
   std::map<CallKey, std::shared_ptr<const CallRecord>> replays_;  // the calls of this run
   int64_t grid_steps_ = 0, fast_forwarded_steps_ = 0;
+  // Work done, for WorkLimits and progress: the program's grid steps, those of the calls before
+  // the current one, transfer points resumed.
+  int64_t program_steps_ = program_grid_steps(program_), calls_begun_steps_ = 0;
+  int64_t transfer_points_ = 0;
+  static constexpr int64_t kWorkCheckInterval = 1 << 16;
   std::vector<KernelCounters> counters_;
 };
 
 std::atomic<bool> fast_forward_default{true};
+// Set once by the command line before any simulation (the GUI's worker thread only reads them).
+WorkLimits default_work_limits;
+SimProgress default_sim_progress;
 std::atomic<int64_t> total_runs{0}, total_steps{0}, total_skipped{0}, total_events{0};
 
 }  // namespace
 
 bool SimOptions::default_fast_forward() { return fast_forward_default; }
+WorkLimits SimOptions::default_limits() { return default_work_limits; }
+void SimOptions::set_default_limits(const WorkLimits& limits) { default_work_limits = limits; }
+SimProgress SimOptions::default_progress() { return default_sim_progress; }
+void SimOptions::set_default_progress(SimProgress progress) {
+  default_sim_progress = std::move(progress);
+}
 EngineTotals engine_totals() { return {total_runs, total_steps, total_skipped, total_events}; }
 void SimOptions::set_default_fast_forward(bool on) { fast_forward_default = on; }
 
@@ -311,14 +360,63 @@ void validate(const ChipSpec& chip, const Program& program) {
   }
 }
 
+int64_t program_grid_steps(const Program& program) {
+  int64_t n = 0;
+  auto add = [&n](int64_t steps) {
+    if (__builtin_add_overflow(n, steps, &n)) n = std::numeric_limits<int64_t>::max();
+  };
+  for (const ProgramItem& item : program.items) {
+    if (const auto* call = std::get_if<KernelCall>(&item.what)) add(call->kernel->grid_steps());
+    if (const auto* loop = std::get_if<Loop>(&item.what))
+      for (const auto& k : loop->body) {
+        int64_t steps = 0;
+        if (__builtin_mul_overflow(loop->trips, k->grid_steps(), &steps))
+          steps = std::numeric_limits<int64_t>::max();
+        add(steps);
+      }
+  }
+  return n;
+}
+
+void check_work(const Program& program, const WorkLimits& limits) {
+  const int64_t steps = program_grid_steps(program);
+  if (steps <= limits.grid_steps) return;
+  throw WorkLimitError(fmt::format(
+      "{} has {} grid steps, more than the limit of {} (--max-grid-steps): use larger blocks or "
+      "a smaller shape, or raise the limit",
+      program.name.empty() ? "the program" : "'" + shortened(program.name) + "'", steps,
+      limits.grid_steps));
+}
+
+namespace {
+
+// A fresh SystemC kernel for one run (environment.md): runs do not see each other's modules or
+// time. Deleted however the run ends.
+class SimContext {
+ public:
+  SimContext() : context_(new sc_core::sc_simcontext()) {
+    sc_core::sc_curr_simcontext = context_;
+    sc_core::sc_default_global_context = context_;
+    sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+  }
+  ~SimContext() {
+    sc_core::sc_curr_simcontext = nullptr;
+    sc_core::sc_default_global_context = nullptr;
+    delete context_;
+  }
+  SimContext(const SimContext&) = delete;
+  SimContext& operator=(const SimContext&) = delete;
+
+ private:
+  sc_core::sc_simcontext* context_;
+};
+
+}  // namespace
+
 RunResult simulate(const ChipSpec& chip, const Program& program, const SimOptions& options) {
   validate(chip, program);
+  check_work(program, options.limits);
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  // A fresh SystemC kernel per run (environment.md): runs do not see each other's modules or time.
-  auto* context = new sc_core::sc_simcontext();
-  sc_core::sc_curr_simcontext = context;
-  sc_core::sc_default_global_context = context;
-  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
 
   RunResult r;
   r.chip = chip.name;
@@ -326,6 +424,7 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
   r.peak_flops = chip.peak_bf16_flops;
   Recorder rec(options.record_timeline);
   {
+    SimContext context;
     Chip top("chip", chip, program, rec, options);
     top.stats = &r.kernels;
     for (const ProgramItem& item : program.items)
@@ -334,11 +433,9 @@ RunResult simulate(const ChipSpec& chip, const Program& program, const SimOption
                          .deps = item.deps});
     top.items = &r.items;
     sc_core::sc_start();
+    if (top.failure) std::rethrow_exception(top.failure);
     top.collect(r);
   }
-  sc_core::sc_curr_simcontext = nullptr;
-  sc_core::sc_default_global_context = nullptr;
-  delete context;
   rec.move_into(r);
   r.time_s = chip.cycles_to_s(r.cycles);
   total_runs += 1;

@@ -3,11 +3,38 @@
 // runs are independent and deterministic; SystemC is not thread-safe, so parallel runs need
 // separate processes.
 #pragma once
+#include <functional>
+
 #include "sim/chip_spec.h"
+#include "sim/error.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
 
 namespace tpusim {
+
+// Bounds on one simulation's work, so that a shape too large to simulate is an error naming its
+// size instead of minutes of CPU or gigabytes of timeline. `tpusim --max-grid-steps/--max-events`
+// set them for the process.
+struct WorkLimits {
+  // A program with more grid steps (loop trips included) is refused before simulating. Measured
+  // here: a matmul of 262144^3 in 8x128x128 blocks (1.4e11 steps, nearly all fast-forwarded)
+  // takes 61 s; the largest program of a scenario in scenarios/ has under 1e7, B3 without
+  // context parallelism 5.4e8 per attention call. A run that is long anyway reports progress.
+  int64_t grid_steps = 100'000'000'000;
+  // A timeline that reaches this many events stops the run: 48 bytes each in memory, ~100 in a
+  // trace file (~1 GB and ~2 GB at the default).
+  int64_t events = 20'000'000;
+};
+
+// A simulation that passed one of its WorkLimits.
+class WorkLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Called now and then during a run (every ~65,000 transfer points): grid steps done (simulated
+// or jumped over) and the program's grid steps in all.
+using SimProgress = std::function<void(int64_t done, int64_t total)>;
 
 struct SimOptions {
   bool record_timeline = false;
@@ -18,6 +45,12 @@ struct SimOptions {
   static bool default_fast_forward();
   // `tpusim --no-fast-forward` sets the default for every simulation of the process.
   static void set_default_fast_forward(bool on);
+  WorkLimits limits = default_limits();
+  static WorkLimits default_limits();
+  static void set_default_limits(const WorkLimits& limits);
+  SimProgress progress = default_progress();
+  static SimProgress default_progress();
+  static void set_default_progress(SimProgress progress);
 };
 
 // What every simulation of this process has done so far (tpusim bench's figures).
@@ -30,7 +63,13 @@ EngineTotals engine_totals();
 // kernel's limit (VmemError), collective sizes. Throws Error on the first problem.
 void validate(const ChipSpec& chip, const Program& program);
 
-// Validates the program before simulating anything.
+// Grid steps of every kernel call, loop iterations included; saturates at INT64_MAX.
+int64_t program_grid_steps(const Program& program);
+
+// Throws WorkLimitError if the program has more grid steps than `limits` allow.
+void check_work(const Program& program, const WorkLimits& limits);
+
+// Validates the program and checks its work (check_work) before simulating anything.
 RunResult simulate(const ChipSpec& chip, const Program& program, const SimOptions& options = {});
 
 // Convenience: one kernel as a one-item program.

@@ -77,6 +77,11 @@ class Recorder {
                                .cause = cause});
   }
 
+  size_t event_count() const {
+    size_t n = 0;
+    for (const Timeline& t : events_) n += t.size();
+    return n;
+  }
   // Events reported so far, per unit: a mark to take a kernel call's events from.
   std::vector<size_t> event_marks() const;
   // The events reported since `marks`, shifted to start at `t0`; busy events and spans get

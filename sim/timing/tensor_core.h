@@ -59,6 +59,7 @@ class TensorCore : public sc_core::sc_module {
   // core then stands at its first transfer point.
   void begin(const CoreWork& work, KernelCounters* counters, int64_t now);
   Point point() const { return point_; }
+  int64_t steps_begun() const { return steps_; }
   // The cycle of the next transfer point (the end, once done).
   int64_t clock() const { return clock_; }
   // Issues the transfers of the current point, then runs locally to the next point.

@@ -79,7 +79,7 @@ Program gdn_layer(int64_t head_tile) {
 }
 
 TEST(CallCache, ALaterRunReplaysEveryCallWithTheSameResultsAndTimeline) {
-  for (int cores : {1, 2})
+  for (int cores : {1, 2}) {
     for (bool timeline : {false, true}) {
       SCOPED_TRACE(::testing::Message() << cores << " cores, timeline " << timeline);
       const ChipSpec chip = round_chip(cores);
@@ -89,8 +89,11 @@ TEST(CallCache, ALaterRunReplaysEveryCallWithTheSameResultsAndTimeline) {
       expect_same(cold, warm);
       EXPECT_LT(cold.fast_forwarded_steps, cold.grid_steps);
       EXPECT_EQ(warm.fast_forwarded_steps, warm.grid_steps);  // nothing simulated again
-      if (timeline) EXPECT_GT(warm.events.size(), 0u);
+      if (timeline) {
+        EXPECT_GT(warm.events.size(), 0u);
+      }
     }
+  }
 }
 
 TEST(CallCache, AKnobChangeSimulatesOnlyTheKernelsItChanges) {
