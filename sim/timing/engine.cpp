@@ -187,6 +187,7 @@ class Chip : public sc_core::sc_module {
     }
     charge_all(Cause::idle, now_cycles());
     check_events(grid_steps_);  // a replayed call adds its events at once
+    if (options_.progress) options_.progress(grid_steps_, program_steps_);
 
     ks.calls += 1;
     ks.cycles += now_cycles() - t0;

@@ -32,8 +32,8 @@ class WorkLimitError : public Error {
   using Error::Error;
 };
 
-// Called now and then during a run (every ~65,000 transfer points): grid steps done (simulated
-// or jumped over) and the program's grid steps in all.
+// Called now and then during a run (after each kernel call and every ~65,000 transfer points within
+// one): grid steps done (simulated or jumped over) and the program's grid steps in all.
 using SimProgress = std::function<void(int64_t done, int64_t total)>;
 
 struct SimOptions {
