@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "app/chrome_trace.h"
@@ -18,7 +19,21 @@ void Outputs::add_to(CLI::App* cmd) {
   cmd->add_option("--svg", svg, "write a timeline picture (SVG) to FILE");
   cmd->add_option("--window-us", window_us,
                   "time window of the SVG picture: FROM TO (microseconds)")
-      ->expected(2);
+      ->expected(2)
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            double v = 0;
+            return CLI::detail::lexical_cast(text, v) && std::isfinite(v) && v >= 0
+                       ? std::string()
+                       : fmt::format("{} is not a time in microseconds (a number, 0 or more)",
+                                     text);
+          },
+          "US"));
+  cmd->parse_complete_callback([this] {
+    if (window_us.size() == 2 && !(window_us[0] < window_us[1]))
+      throw CLI::ValidationError(
+          "--window-us", fmt::format("FROM {} is not before TO {}", window_us[0], window_us[1]));
+  });
   cmd->add_option("--profile", profile,
                   "write the op profile (ops by time, FLOP/s, HBM bandwidth, intensity, bound) "
                   "to FILE: .csv, .json or text ('-': print it)");
