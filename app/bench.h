@@ -2,8 +2,10 @@
 // with the grid steps it simulated (and jumped over) and the timeline events it recorded per wall
 // second. The figures are the paths users take: a kernel with and without its timeline, its trace
 // written, the GUI's re-simulation of a GDN layer, whole training steps (the 1M-token B3 with and
-// without context parallelism), validate and a 1,080-point sweep in worker processes.
+// without context parallelism), validate, a 1,080-point sweep in worker processes and the
+// expansion of a 10,000-point sweep.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +22,9 @@ struct BenchFigure {
 
 // Runs every figure; `started(what)` is called before each.
 std::vector<BenchFigure> run_bench(const std::function<void(const std::string&)>& started);
+
+// Resident memory of this process in bytes (Linux /proc/self/statm).
+int64_t resident_bytes();
 
 // The table, as text (`markdown` false) or a Markdown table.
 std::string bench_table(const std::vector<BenchFigure>& figures, bool markdown);

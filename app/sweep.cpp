@@ -47,6 +47,17 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
   }
 }
 
+}  // namespace
+
+YAML::Node Sweep::scenario(const SweepPoint& p) const {
+  YAML::Node n = YAML::Clone(base);
+  for (size_t a = 0; a < p.at.size(); ++a) set_path(n, axes[a], axis_nodes[a][p.at[a]]);
+  n["name"] = fmt::format("{}-{}", name, p.index);
+  return n;
+}
+
+namespace {
+
 using Kind = SweepMetric::Kind;
 const std::vector<SweepMetric> kStepMetrics = {{"step_time_s", Kind::number, true},
                                                {"tokens_per_s_per_chip"},
@@ -66,7 +77,7 @@ std::vector<double> point_metrics(const Sweep& s, const SweepPoint& p) {
     return {r.time_s, r.flops / r.time_s / 1e12, static_cast<double>(r.hbm_bytes()),
             static_cast<double>(r.vmem_peak_bytes)};
   }
-  const StepPrediction pred = predict_scenario(p.scenario, s.base_file);
+  const StepPrediction pred = predict_scenario(s.scenario(p), s.base_file);
   return {pred.step_time_s,
           pred.tokens_per_s_per_chip,
           pred.tflops_per_s_per_chip,
@@ -175,28 +186,23 @@ kernels::KnobValue knob_value(const std::string& file, const kernels::Knob& k, c
 
 void load_scenario_sweep(const YamlMap& top, Sweep& s) {
   s.base_file = (fs::path(s.file).parent_path() / top.string("base")).lexically_normal().string();
-  YAML::Node base;
   try {
-    base = yaml_load_file(s.base_file);
+    s.base = yaml_load_file(s.base_file);
   } catch (const Error& e) {
     top.fail("base", e.what());  // the sweep file's line, then the base file's own error
   }
-  load_scenario(base, s.base_file);  // the base itself must be valid
-  const auto values = axis_values(top, s, [&](const std::string& axis, const YAML::Node& at) {
+  load_scenario(s.base, s.base_file);  // the base itself must be valid
+  s.axis_nodes = axis_values(top, s, [&](const std::string& axis, const YAML::Node& at) {
     if (!is_scenario_key(axis))
       yaml_fail(
           s.file, at, "axes." + axis,
           "not a key of a scenario file (docs/step_model.md lists them), so no point could run");
   });
-  expand(s, sizes_of(values), [&](int index, const std::vector<size_t>& at) {
+  expand(s, sizes_of(s.axis_nodes), [&](int index, const std::vector<size_t>& at) {
     SweepPoint p;
     p.index = index;
-    p.scenario = YAML::Clone(base);
-    for (size_t a = 0; a < values.size(); ++a) {
-      set_path(p.scenario, s.axes[a], values[a][at[a]]);
-      p.values.push_back(YAML::Dump(values[a][at[a]]));
-    }
-    p.scenario["name"] = fmt::format("{}-{}", s.name, index);
+    p.at = at;
+    for (size_t a = 0; a < at.size(); ++a) p.values.push_back(YAML::Dump(s.axis_nodes[a][at[a]]));
     return p;
   });
 }

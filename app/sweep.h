@@ -31,7 +31,7 @@ namespace tpusim {
 struct SweepPoint {
   int index = 0;
   std::vector<std::string> values;  // one per axis
-  YAML::Node scenario;              // a scenario sweep's point
+  std::vector<size_t> at;           // a scenario sweep's point: each axis's value, by position
   kernels::KnobValues knobs;        // a kernel sweep's point
   std::string chip;
 };
@@ -50,6 +50,12 @@ struct Sweep {
   std::vector<std::string> axes;
   std::vector<SweepPoint> points;
   const std::vector<SweepMetric>& metrics() const;
+  // A scenario sweep's point as a scenario, built when asked: points keep only their axis
+  // positions, so a 10,000-point sweep expands in a few megabytes.
+  YAML::Node scenario(const SweepPoint& p) const;
+
+  YAML::Node base;                                  // a scenario sweep's base
+  std::vector<std::vector<YAML::Node>> axis_nodes;  // each axis's values, as the file has them
 };
 
 Sweep load_sweep(const std::string& file);

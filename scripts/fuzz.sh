@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-bash scripts/setup.sh
+bash scripts/setup.sh fuzz
 command -v clang++ >/dev/null || { echo "fuzz: needs clang++ (apt-get install clang)" >&2; exit 2; }
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
   CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -41,6 +41,9 @@ packages=(
   libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri libstb-dev xvfb xauth
 )
 
+# `setup.sh fuzz`: also clang and its runtime (libFuzzer), for scripts/fuzz.sh.
+[ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

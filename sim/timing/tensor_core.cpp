@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "sim/error.h"
 
@@ -357,13 +358,16 @@ int64_t TensorCore::repeating_periods(const std::vector<StepPattern>& period_pat
   ahead_ = at_;
   boundary_ = at_.g;  // the grid index at the end of the last whole period walked
   int64_t periods = 0, walked = 0;
+  int64_t max_walk;  // max_periods whole periods in steps; "no limit" is INT64_MAX
+  if (__builtin_mul_overflow(max_periods, period, &max_walk))
+    max_walk = std::numeric_limits<int64_t>::max();
   const int last = static_cast<int>(at_.g.size()) - 1;
   while (periods < max_periods && ahead_.pattern.more) {
     advance(ahead_);
     if (!(ahead_.pattern == expected(walked++))) break;
     if (uniform && last >= 0) {
       // Along the rest of a uniform run every step repeats this one: move to its last step.
-      int64_t run = std::min(uniform_run(ahead_), max_periods * period - walked);
+      int64_t run = std::min(uniform_run(ahead_), max_walk - walked);
       run -= (walked + run) % period;
       if (run > 0) {
         ahead_.g[last] += run;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "app/bench.h"
 #include "app/scenario.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
@@ -118,18 +119,13 @@ TEST(Sweep, CsvWithAMappingAxisParsesWithAStandardReader) {
   EXPECT_EQ(std::system(check.c_str()), 0) << csv;
 }
 
-// Resident memory of this process in bytes (Linux).
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4096;
-}
-
-// 10,000 points expand in memory linear in the points: each point's scenario owns its nodes
-// (sharing the sweep file's nodes merged every point's YAML memory into one; 1,000 points took
-// 23 GB before).
+// 10,000 points expand in bounded memory: points keep their axis positions and a point's scenario
+// is built when it runs (cloned scenarios sharing the sweep file's nodes took 23 GB for 1,000
+// points before; 115 MB for 10,000 of the Llama example when each point held its clone).
 TEST(Sweep, TenThousandPointsExpandInBoundedMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's redzones and quarantine triple the memory measured";
+#endif
   const fs::path dir = dir_with_base();
   std::vector<int> seqs, tensors;
   for (int i = 1; i <= 10; ++i) seqs.push_back(1024 * i);
@@ -141,8 +137,8 @@ TEST(Sweep, TenThousandPointsExpandInBoundedMemory) {
   const int64_t before = resident_bytes();
   const Sweep s = load_sweep((dir / "big.yaml").string());
   ASSERT_EQ(s.points.size(), 10000u);
-  EXPECT_EQ(s.points[9999].scenario["mesh"]["tensor"].as<int>(), 100);
-  EXPECT_LT(resident_bytes() - before, int64_t{400} << 20);
+  EXPECT_EQ(s.scenario(s.points[9999])["mesh"]["tensor"].as<int>(), 100);
+  EXPECT_LT(resident_bytes() - before, int64_t{100} << 20);  // issue 18: under 100 MB
 }
 
 // A sweep over a catalog kernel's knobs and chips: axes are knob names (checked against the
