@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "app/program_xla.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
 
@@ -298,11 +299,47 @@ std::shared_ptr<const Kernel> kernel_of(const YamlMap& m) {
   return b.build();
 }
 
+// One item of a program, or of a loop's body (`body`: the loop's kernels; loops do not nest).
+void add_item(Program& program, const YamlMap& item,
+              std::vector<std::shared_ptr<const Kernel>>* body) {
+  if (item.node().size() != 1) item.fail("kernel", "expected one of kernel, xla, solve or loop");
+  auto add = [&](std::shared_ptr<const Kernel> k) {
+    if (body)
+      body->push_back(std::move(k));
+    else
+      program.add_kernel(std::move(k));
+  };
+  if (item.has("kernel")) {
+    add(kernel_of(item.map(
+        "kernel", {"name", "origin", "grid", "semantics", "inputs", "outputs", "scratch", "ops"})));
+  } else if (item.has("xla")) {
+    add(xla_fusion_kernel(item.map("xla", {"name", "source", "params", "ops", "results"})));
+  } else if (item.has("solve")) {
+    const Program solve = triangular_solve_program(item.map(
+        "solve",
+        {"name", "a", "b", "left_side", "lower", "transpose_a", "unit_diagonal", "inverse_known"}));
+    for (const ProgramItem& i : solve.items) {
+      const auto* call = std::get_if<KernelCall>(&i.what);
+      if (!call) item.fail("solve", "the solve's program is not made of kernels");
+      add(call->kernel);
+    }
+  } else {
+    if (body) item.fail("loop", "a loop inside a loop's body is not supported");
+    const YamlMap loop = item.map("loop", {"name", "trips", "items"});
+    std::vector<std::shared_ptr<const Kernel>> kernels;
+    for (const YamlMap& inner : loop.list("items", {"kernel", "xla", "solve", "loop"}))
+      add_item(program, inner, &kernels);
+    if (kernels.empty()) return;  // a loop whose body has no work left (counters only)
+    program.add_loop(loop.string("name"), std::move(kernels),
+                     loop.positive("trips", 1, int64_t{1} << 32));
+  }
+}
+
 }  // namespace
 
 ImportedProgram import_program(const std::string& file) {
   const YamlMap top(file, yaml_load_file(file), "",
-                    {"format", "version", "name", "source", "items", "outputs"});
+                    {"format", "version", "name", "source", "items", "outputs", "functional"});
   if (top.string("format") != kFormat)
     top.fail("format", fmt::format("expected '{}' (a program of python/tpusim_jax)", kFormat));
   if (top.as<int>("version", "an integer") != kVersion)
@@ -312,9 +349,9 @@ ImportedProgram import_program(const std::string& file) {
   p.name = top.string("name");
   p.source = top.string("source", "");
   p.program.name = p.name;
-  for (const YamlMap& item : top.list("items", {"kernel"}, 1))
-    p.program.add_kernel(kernel_of(item.map(
-        "kernel", {"name", "origin", "grid", "semantics", "inputs", "outputs", "scratch", "ops"})));
+  p.functional = !top.has("functional") || top.as<bool>("functional", "true or false");
+  for (const YamlMap& item : top.list("items", {"kernel", "xla", "solve", "loop"}, 1))
+    add_item(p.program, item, nullptr);
   const YAML::Node outs = top.need("outputs");
   if (!outs.IsSequence()) top.fail("outputs", "expected a list of array names");
   for (const auto& o : outs)
@@ -371,6 +408,12 @@ bool rounds_to_bf16(const Program& p) {
 }  // namespace
 
 std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::string& check_file) {
+  if (!p.functional)
+    throw Error(
+        fmt::format("{}: the functional check runs programs of Pallas kernels only; this "
+                    "one has XLA work outside its kernels, which tpusim times but does "
+                    "not execute",
+                    p.file));
   std::ifstream in(check_file);
   if (!in) throw Error(fmt::format("{}: cannot open file", check_file));
   nlohmann::json data;

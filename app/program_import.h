@@ -16,6 +16,7 @@ struct ImportedProgram {
   std::string file, name, source;
   Program program;
   std::vector<std::string> outputs;  // the function's results, by array name
+  bool functional = true;  // false: it has XLA work outside kernels, which only has timing
 };
 
 ImportedProgram import_program(const std::string& file);

@@ -74,13 +74,6 @@ class ExportTest(unittest.TestCase):
             export(k.squared_index_map, [arg("x", (32, 128))], "sq")
         self.assertIn("kernel _copy_kernel: the index map of x is not affine", str(e.exception))
 
-    def test_work_outside_kernels_names_the_primitive_and_line(self):
-        with self.assertRaises(ExportError) as e:
-            export(k.work_outside_kernels, [arg("x", (8, 128))], "xla")
-        self.assertRegex(str(e.exception),
-                         r"kernels_for_tests\.py:\d+:\d+ \(work_outside_kernels\): primitive "
-                         r"'tanh' outside a Pallas kernel")
-
     def test_an_unsupported_body_primitive_names_it_and_the_line(self):
         with self.assertRaises(ExportError) as e:
             export(k.unsupported_in_body, [arg("x", (8, 128))], "cs")

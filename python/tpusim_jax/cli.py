@@ -110,6 +110,10 @@ def export_files(fn, fn_args, args) -> dict[str, str]:
     program = export(fn, fn_args, args.name or args.function.partition(":")[2])
     program["source"] = args.function
     files = {args.output: json.dumps(program, indent=1) + "\n"}
+    if args.check and program.get("functional") is False:
+        raise ExportError("--check: the functional check runs programs of Pallas kernels only; "
+                          "this one has XLA work outside its kernels (tpusim times it but does "
+                          "not execute it)")
     if args.check:
         make = load_function(args.inputs) if args.inputs else None
         data = check_data(fn, fn_args, program, make_inputs=make)

@@ -12,15 +12,16 @@ import random
 
 import jax
 import numpy as np
-from jax._src import source_info_util
 from jax.extend import core as jcore
+
+from tpusim_jax.errors import ExportError, where
+from tpusim_jax.xla_export import Flattener, ItemWriter, dot_fields, live_nodes
 
 FORMAT = "tpusim-program"
 VERSION = 1
 
 # Predicates (bool) live in 32-bit lanes on the VPU: tpusim holds them as s32 0/1.
 DTYPES = {"bfloat16": "bf16", "float32": "f32", "int8": "int8", "int32": "s32", "bool": "s32"}
-PRECISIONS = {None: "default", "DEFAULT": "default", "HIGH": "high", "HIGHEST": "highest"}
 UNARY = {"neg": "neg", "exp": "exp", "log": "log", "tanh": "tanh", "logistic": "logistic",
          "rsqrt": "rsqrt", "sign": "sign"}
 BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min",
@@ -40,16 +41,6 @@ REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max"}
 MAX_UNROLLED_TRIPS = 256
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
          "custom_vjp_call": "call_jaxpr"}
-
-
-class ExportError(Exception):
-    """A function tpusim cannot take: the message names what and where, on one line."""
-
-
-def where(eqn) -> str:
-    """file:line:column (function) of the user code that made `eqn`, the file by its base name."""
-    text = source_info_util.summarize(eqn.source_info)
-    return text.rsplit("/", 1)[-1]
 
 
 def dtype_name(dtype, what: str) -> str:
@@ -466,20 +457,11 @@ class BodyTranslator:
             eqn, {"op": "elementwise", "fn": fn, "in": [x, y]}, shape)
 
     def dot(self, eqn):
-        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-        precision = eqn.params.get("precision")
-        if isinstance(precision, tuple):
-            precision = precision[0]
-        name = getattr(precision, "name", precision)
-        if name not in PRECISIONS:
-            self.fail(eqn, f"dot precision {precision} is not one tpusim models")
+        fields = dot_fields(eqn)
         x, y = (self.full(eqn, v) for v in eqn.invars)
         out = eqn.outvars[0].aval
         self.ids[eqn.outvars[0]] = self.emit(
-            eqn, {"op": "dot", "in": [x, y],
-                  "dims": {"lhs_contract": list(lc), "rhs_contract": list(rc),
-                           "lhs_batch": list(lb), "rhs_batch": list(rb)},
-                  "precision": PRECISIONS[name],
+            eqn, {"op": "dot", "in": [x, y], **fields,
                   "dtype": dtype_name(out.dtype, f"{where(eqn)}: kernel {self.kernel}")},
             out.shape)
 
@@ -598,13 +580,22 @@ def export_pallas_call(eqn, index: int, in_names: list[str]) -> tuple[dict, list
 
 
 def export(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
-    """The program of `fn` applied to `args` (name, shape and dtype each)."""
+    """The program of `fn` applied to `args` (name, shape and dtype each). A function of Pallas
+    kernels only keeps its arrays' names (the functional check binds them); one with work
+    outside its kernels is exported as XLA would run it (xla_export)."""
     closed = jax.make_jaxpr(fn)(*[a for _, a in args])
-    env = {var: n for var, (n, _) in zip(closed.jaxpr.invars, args)}
-    items: list[dict] = []
-    outs = export_calls(closed.jaxpr, [env[v] for v in closed.jaxpr.invars], items)
+    names = [n for n, _ in args]
+    flattener = Flattener()
+    flat = flattener.flatten(closed.jaxpr, names, closed.consts)
+    if all(n.prim == "pallas_call" for n in live_nodes(flat)):
+        items: list[dict] = []
+        outs = export_calls(closed.jaxpr, names, items)
+        return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
+                "outputs": outs}
+    items = ItemWriter(flattener, export_pallas_call).items(flat)
+    outs = [o if isinstance(o, str) else flattener.materialize(o) for o in flat.outputs]
     return {"format": FORMAT, "version": VERSION, "name": name, "items": items,
-            "outputs": outs}
+            "outputs": outs, "functional": False}
 
 
 def export_calls(jaxpr, in_names: list[str], items: list[dict]) -> list[str]:

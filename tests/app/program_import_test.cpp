@@ -5,18 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
+#include "tests/app/program_text.h"
 #include "tests/error_of.h"
 
 namespace tpusim {
 namespace {
 
 using testing::error_of;
-namespace fs = std::filesystem;
 
 const std::string kProgram = R"({
  "format": "tpusim-program", "version": 1, "name": "affine", "source": "hand-written",
@@ -36,19 +33,8 @@ const std::string kProgram = R"({
 }
 )";
 
-std::string write(const std::string& text) {
-  const fs::path f =
-      fs::temp_directory_path() /
-      ("tpusim_program_" +
-       std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json");
-  std::ofstream(f) << text;
-  return f.string();
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  text.replace(text.find(from), from.size(), to);
-  return text;
-}
+std::string write(const std::string& text) { return testing::write_program(text); }
+using testing::replaced;
 
 TEST(ProgramImport, ImportsSimulatesAndComputes) {
   const ImportedProgram p = import_program(write(kProgram));
