@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "app/check_tolerance.h"
 #include "app/program_xla.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
@@ -393,18 +394,6 @@ HostArray host_array(const std::string& file, const std::string& name, const nlo
 }
 
 // Whether bf16 rounding takes part in computing the outputs: bf16 data or a DEFAULT-precision dot.
-bool rounds_to_bf16(const Program& p) {
-  for (const ProgramItem& item : p.items)
-    if (const auto* call = std::get_if<KernelCall>(&item.what)) {
-      const Kernel& k = *call->kernel;
-      for (const Value& v : k.values)
-        if (v.dtype == DType::bf16) return true;
-      for (const Op& op : k.body)
-        if (op.kind == OpKind::dot && op.precision == Precision::default_) return true;
-    }
-  return false;
-}
-
 }  // namespace
 
 std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::string& check_file) {
@@ -429,8 +418,6 @@ std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::stri
   for (const auto& [name, a] : data["inputs"].items())
     arrays[name] = host_array(check_file, name, a);
   execute(p.program, arrays);
-  // 2 ulps of bf16 (8 significant bits) where bf16 rounding is involved, else f32-level agreement.
-  const double relative = rounds_to_bf16(p.program) ? 2 * std::ldexp(1.0, -7) : 1e-5;
   std::vector<OutputCheck> checks;
   for (const std::string& name : p.outputs) {
     if (!data["outputs"].contains(name))
@@ -440,12 +427,14 @@ std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::stri
     if (it == arrays.end() || it->second.data.size() != want.data.size())
       throw Error(fmt::format("{}: the program did not produce '{}' at its shape", p.file, name));
     OutputCheck c{name};
+    const Rounding rounding = rounding_of(p.program, want.dtype);
+    c.rounding = tpusim::name(rounding);
     for (size_t i = 0; i < want.data.size(); ++i) {
       c.max_abs_reference = std::max(c.max_abs_reference, std::abs(double(want.data[i])));
       const double d = std::abs(double(want.data[i]) - it->second.data[i]);
       c.max_abs_error = std::isnan(d) ? INFINITY : std::max(c.max_abs_error, d);
     }
-    c.tolerance = relative * c.max_abs_reference;
+    c.tolerance = relative_tolerance(rounding) * c.max_abs_reference;
     c.ok = c.max_abs_error <= c.tolerance;
     checks.push_back(c);
   }

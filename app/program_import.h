@@ -31,14 +31,13 @@ kernels::CatalogEntry catalog_entry(const ImportedProgram& p);
 struct OutputCheck {
   std::string name;
   double max_abs_error = 0, max_abs_reference = 0, tolerance = 0;
+  std::string rounding;  // what sets the tolerance: bf16, bf16x3 or f32 (app/check_tolerance.h)
   bool ok = false;
 };
 
 // Reads the check data the bridge wrote (`export --check FILE`: inputs and JAX's outputs), runs
-// the program on the inputs and compares every output. The tolerance follows the output dtype and
-// the dots' precision: 2 bf16 ulps of the largest reference value where bf16 rounding is involved
-// (bf16 data, DEFAULT-precision dots, which the TPU and the interpreter round to bf16 while JAX
-// on the CPU does not), 1e-5 relative otherwise.
+// the program on the inputs and compares every output, within the tolerance of the rounding the
+// program involves (app/check_tolerance.h).
 std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::string& check_file);
 
 }  // namespace tpusim

@@ -67,8 +67,8 @@ Command import_command(CLI::App* kernel) {
               for (const OutputCheck& r : check_program(p, a->check)) {
                 fmt::print(
                     "functional check {}: max |error| {:.4g} of max |JAX| {:.4g}, "
-                    "tolerance {:.4g}: {}\n",
-                    r.name, r.max_abs_error, r.max_abs_reference, r.tolerance,
+                    "tolerance {:.4g} ({}): {}\n",
+                    r.name, r.max_abs_error, r.max_abs_reference, r.tolerance, r.rounding,
                     r.ok ? "ok" : "FAILED");
                 ok = ok && r.ok;
               }
