@@ -300,42 +300,6 @@ std::shared_ptr<const Kernel> kernel_of(const YamlMap& m) {
   return b.build();
 }
 
-// One item of a program, or of a loop's body (`body`: the loop's kernels; loops do not nest).
-void add_item(Program& program, const YamlMap& item,
-              std::vector<std::shared_ptr<const Kernel>>* body) {
-  if (item.node().size() != 1) item.fail("kernel", "expected one of kernel, xla, solve or loop");
-  auto add = [&](std::shared_ptr<const Kernel> k) {
-    if (body)
-      body->push_back(std::move(k));
-    else
-      program.add_kernel(std::move(k));
-  };
-  if (item.has("kernel")) {
-    add(kernel_of(item.map(
-        "kernel", {"name", "origin", "grid", "semantics", "inputs", "outputs", "scratch", "ops"})));
-  } else if (item.has("xla")) {
-    add(xla_fusion_kernel(item.map("xla", {"name", "source", "params", "ops", "results"})));
-  } else if (item.has("solve")) {
-    const Program solve = triangular_solve_program(item.map(
-        "solve",
-        {"name", "a", "b", "left_side", "lower", "transpose_a", "unit_diagonal", "inverse_known"}));
-    for (const ProgramItem& i : solve.items) {
-      const auto* call = std::get_if<KernelCall>(&i.what);
-      if (!call) item.fail("solve", "the solve's program is not made of kernels");
-      add(call->kernel);
-    }
-  } else {
-    if (body) item.fail("loop", "a loop inside a loop's body is not supported");
-    const YamlMap loop = item.map("loop", {"name", "trips", "items"});
-    std::vector<std::shared_ptr<const Kernel>> kernels;
-    for (const YamlMap& inner : loop.list("items", {"kernel", "xla", "solve", "loop"}))
-      add_item(program, inner, &kernels);
-    if (kernels.empty()) return;  // a loop whose body has no work left (counters only)
-    program.add_loop(loop.string("name"), std::move(kernels),
-                     loop.positive("trips", 1, int64_t{1} << 32));
-  }
-}
-
 }  // namespace
 
 ImportedProgram import_program(const std::string& file) {
@@ -351,8 +315,7 @@ ImportedProgram import_program(const std::string& file) {
   p.source = top.string("source", "");
   p.program.name = p.name;
   p.functional = !top.has("functional") || top.as<bool>("functional", "true or false");
-  for (const YamlMap& item : top.list("items", {"kernel", "xla", "solve", "loop"}, 1))
-    add_item(p.program, item, nullptr);
+  read_items(top, kernel_of, p.program);
   const YAML::Node outs = top.need("outputs");
   if (!outs.IsSequence()) top.fail("outputs", "expected a list of array names");
   for (const auto& o : outs)

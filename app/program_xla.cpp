@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 #include "app/hlo_text.h"
@@ -174,6 +175,109 @@ Program triangular_solve_program(const YamlMap& m) {
   p.add_kernel(work_kernel(m.string("name") + ": inverse x b", w));
   p.name = m.string("name");
   return p;
+}
+
+namespace {
+
+using KernelReader = std::function<std::shared_ptr<const Kernel>(const YamlMap&)>;
+const std::vector<std::string> kItemKinds = {"kernel", "xla", "solve", "loop", "collective"};
+
+// The array names a kernel reads.
+std::vector<std::string> reads_of(const Kernel& k) {
+  std::vector<std::string> names;
+  for (const BlockSpec& b : k.inputs) names.push_back(b.array.name);
+  return names;
+}
+
+Collective collective_of(const YamlMap& m) {
+  static const std::map<std::string, CollectiveKind> kinds = {
+      {"all_gather", CollectiveKind::all_gather},
+      {"reduce_scatter", CollectiveKind::reduce_scatter},
+      {"all_reduce", CollectiveKind::all_reduce},
+      {"permute", CollectiveKind::permute}};
+  Collective c;
+  c.kind = kinds.at(m.choice("kind", {"all_gather", "reduce_scatter", "all_reduce", "permute"}));
+  c.bytes = m.positive("bytes", 1, int64_t{1} << 44);
+  const YamlMap axis = m.map("axis", {"name", "size"});
+  // The mesh axis as a ring without wraparound [assume: the jaxpr names mesh axes, not how they
+  // lie on the chips' torus].
+  c.axis = {.name = axis.string("name"), .size = axis.positive("size", 1, int64_t{1} << 20)};
+  return c;
+}
+
+class ItemReader {
+ public:
+  ItemReader(const KernelReader& kernel_of, Program& program)
+      : kernel_of_(kernel_of), program_(program) {}
+
+  // One item of the program, or of a loop's body (`body`: the loop's kernels; loops do not nest).
+  void item(const YamlMap& item, std::vector<std::shared_ptr<const Kernel>>* body) {
+    if (item.node().size() != 1)
+      item.fail("kernel", "expected one of kernel, xla, solve, loop or collective");
+    auto add = [&](std::shared_ptr<const Kernel> k) {
+      if (body)
+        body->push_back(std::move(k));
+      else
+        program_.add_kernel(k, waits_for(reads_of(*k)));
+    };
+    if (item.has("kernel")) {
+      add(kernel_of_(item.map("kernel", {"name", "origin", "grid", "semantics", "inputs", "outputs",
+                                         "scratch", "ops"})));
+    } else if (item.has("xla")) {
+      add(xla_fusion_kernel(item.map("xla", {"name", "source", "params", "ops", "results"})));
+    } else if (item.has("solve")) {
+      const Program solve = triangular_solve_program(
+          item.map("solve", {"name", "a", "b", "left_side", "lower", "transpose_a", "unit_diagonal",
+                             "inverse_known"}));
+      for (const ProgramItem& i : solve.items) add(std::get<KernelCall>(i.what).kernel);
+    } else if (item.has("collective")) {
+      if (body) item.fail("collective", "a collective inside a loop's body is not supported");
+      const YamlMap m = item.map("collective", {"name", "kind", "bytes", "axis", "results"});
+      std::vector<int> after;
+      if (!program_.items.empty()) after.push_back(static_cast<int>(program_.items.size()) - 1);
+      const int at = program_.add_collective(m.string("name"), collective_of(m), after);
+      const YAML::Node results = m.need("results");
+      if (!results.IsSequence()) m.fail("results", "expected a list of value names");
+      for (const auto& r : results)
+        made_by_collective_[yaml_as<std::string>(m.file(), r, m.key_path("results"), "a name")] =
+            at;
+    } else {
+      loop(item, body);
+    }
+  }
+
+ private:
+  void loop(const YamlMap& item, std::vector<std::shared_ptr<const Kernel>>* body) {
+    if (body) item.fail("loop", "a loop inside a loop's body is not supported");
+    const YamlMap loop = item.map("loop", {"name", "trips", "items"});
+    std::vector<std::shared_ptr<const Kernel>> kernels;
+    for (const YamlMap& inner : loop.list("items", kItemKinds)) this->item(inner, &kernels);
+    if (kernels.empty()) return;  // a loop whose body has no work left (counters only)
+    std::vector<std::string> reads;
+    for (const auto& k : kernels)
+      for (const std::string& n : reads_of(*k)) reads.push_back(n);
+    program_.add_loop(loop.string("name"), std::move(kernels),
+                      loop.positive("trips", 1, int64_t{1} << 32), waits_for(reads));
+  }
+
+  std::vector<int> waits_for(const std::vector<std::string>& reads) const {
+    std::set<int> deps;
+    for (const std::string& n : reads)
+      if (auto it = made_by_collective_.find(n); it != made_by_collective_.end())
+        deps.insert(it->second);
+    return {deps.begin(), deps.end()};
+  }
+
+  const KernelReader& kernel_of_;
+  Program& program_;
+  std::map<std::string, int> made_by_collective_;
+};
+
+}  // namespace
+
+void read_items(const YamlMap& top, const KernelReader& kernel_of, Program& program) {
+  ItemReader reader(kernel_of, program);
+  for (const YamlMap& item : top.list("items", kItemKinds, 1)) reader.item(item, nullptr);
 }
 
 }  // namespace tpusim

@@ -9,6 +9,7 @@ import unittest
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -64,6 +65,16 @@ def branch(x):
     return lax.cond(jnp.sum(x) > 0, jnp.exp, jnp.tanh, x)
 
 
+def sharded(x, w):
+    mesh = jax.sharding.AbstractMesh((2, 4), ("data", "model"))
+
+    def body(x, w):
+        y = lax.psum(x @ w, "model")
+        return jnp.exp(x), lax.all_gather(jnp.tanh(y), "data", axis=0, tiled=True)
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                         out_specs=(P("data", "model"), P()), check_vma=False)(x, w)
+
+
 def sort_outside(x):
     return jnp.sort(x, axis=1)
 
@@ -110,6 +121,20 @@ class XlaExportTest(unittest.TestCase):
         self.assertEqual([s["inverse_known"] for s in solves], [False, True])
         self.assertEqual(solves[0]["a"]["shape"], [128, 128])
         self.assertTrue(solves[0]["lower"] and solves[0]["left_side"])
+
+    def test_a_shard_map_is_one_devices_work_with_its_collectives_over_mesh_axes(self):
+        p = export(sharded, [arg("x", (256, 512)), arg("w", (512, 128))], "m")
+        # dot, psum, exp (the first result, traced first), tanh, all_gather
+        self.assertEqual(kinds(p["items"]), ["xla", "collective", "xla", "xla", "collective"])
+        dot = p["items"][0]["xla"]
+        self.assertEqual([x["shape"] for x in dot["params"]], [[128, 128], [128, 128]])  # shards
+        psum, gather = p["items"][1]["collective"], p["items"][4]["collective"]
+        self.assertEqual((psum["kind"], psum["axis"], psum["bytes"]),
+                         ("all_reduce", {"name": "model", "size": 4}, 128 * 128 * 4))
+        # An all-gather's bytes are its gathered result's: [256, 128] f32.
+        self.assertEqual((gather["kind"], gather["axis"], gather["bytes"]),
+                         ("all_gather", {"name": "data", "size": 2}, 256 * 128 * 4))
+        self.assertEqual(p["items"][3]["xla"]["params"][0]["name"], psum["results"][0])
 
     def test_dead_values_are_dropped(self):
         p = export(dead_work, [arg("x", (8, 128))], "d")

@@ -8,6 +8,9 @@ them, and the remaining equations become program items in order:
 - a `scan` (lax.scan, and fori_loop with static bounds, which JAX traces as a scan): a loop with
   its trip count, whose body is exported the same way (a loop inside a loop body is refused);
 - `triangular_solve`: an item of its own (tpusim runs it as XLA's TPU backend does at C <= 128);
+- a `shard_map`: its body, on one device's shards (a tpusim program is what one chip runs), with
+  its collectives (psum, pmax, pmin, all_gather, reduce_scatter, ppermute) as program
+  collectives over the mesh axes they name;
 - everything else: HLO ops grouped into fusions. The grouping imitates XLA's producer-consumer
   fusion [assume: the TPU compiler's fusion decisions are not public; `python -m tpusim_jax
   compile` shows the real ones]: elementwise ops, converts, broadcasts, reshapes, slices and
@@ -16,8 +19,8 @@ them, and the remaining equations become program items in order:
   A fusion of scalars only (a loop counter) runs on the scalar unit and is not exported; a fusion
   of reshapes only is a bitcast and costs nothing.
 
-`while` with a trip count unknown at trace time, `cond`, collectives and other primitives are
-refused with one line naming the primitive and the user code's line.
+`while` with a trip count unknown at trace time, `cond`, collectives outside a shard_map and other
+primitives are refused with one line naming the primitive and the user code's line.
 """
 from __future__ import annotations
 
@@ -55,6 +58,10 @@ OPCODES = {
     "dot_general": "dot",
 }
 PRECISIONS = {None: "default", "DEFAULT": "default", "HIGH": "high", "HIGHEST": "highest"}
+# Collectives (inside shard_map) -> tpusim's collective kinds.
+COLLECTIVES = {"psum": "all_reduce", "pmax": "all_reduce", "pmin": "all_reduce",
+               "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+               "ppermute": "permute"}
 # Opcodes that change no bytes: a fusion of only these is a bitcast.
 BITCASTS = {"reshape"}
 # Calls inlined where they are: (primitive, the parameter holding the called jaxpr).
@@ -109,6 +116,7 @@ class Flattener:
     def __init__(self):
         self.avals: dict[str, object] = {}
         self.constants: dict[str, object] = {}  # closed-over arrays, by name
+        self.mesh: dict[str, int] = {}  # axis sizes of the shard_maps met
         self.count = 0
 
     def fresh(self, var, stem="v") -> str:
@@ -144,6 +152,15 @@ class Flattener:
                 inner, inner_consts = getattr(called, "jaxpr", called), getattr(called, "consts", ())
                 names = [self.materialize(x, flat, eqn) for x in ins]
                 sub = self.flatten(inner, names, inner_consts, flat, here)
+                env.update(zip(eqn.outvars, sub.outputs))
+                continue
+            if p == "shard_map":  # the body is what one device runs, on its shards
+                mesh = eqn.params["mesh"]
+                self.mesh.update({str(a): int(n) for a, n in dict(mesh.shape).items()})
+                called = eqn.params["jaxpr"]
+                inner = getattr(called, "jaxpr", called)
+                shards = [self.fresh(v, "shard") for v in inner.invars]
+                sub = self.flatten(inner, shards, getattr(called, "consts", ()), flat, here)
                 env.update(zip(eqn.outvars, sub.outputs))
                 continue
             outs = [self.fresh(v) for v in eqn.outvars]
@@ -349,5 +366,34 @@ class ItemWriter:
             self.inverted.add(a["name"])
             return [{"solve": {"name": f"triangular_solve ({node.site})", "a": a, "b": b,
                                "inverse_known": inverted, **flags}}]
+        if node.prim in COLLECTIVES:
+            return [self.collective(node, in_loop)]
         raise ExportError(f"{node.site}: primitive '{node.prim}' outside a Pallas kernel is "
                           f"not supported (compile the function instead: docs/compiler_import.md)")
+
+    def collective(self, node: Node, in_loop: bool) -> dict:
+        """A collective over mesh axes, with the bytes tpusim's collective model takes: the
+        gathered result for an all-gather, the whole input for a reduce-scatter or an all-reduce,
+        what each device sends for a permute."""
+        if in_loop:
+            raise ExportError(f"{node.site}: a collective inside a loop's body is not supported "
+                              f"yet (tpusim loops hold kernels)")
+        params = node.eqn.params
+        axes = params.get("axes", params.get("axis_name"))
+        axes = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
+        size = 1
+        for a in axes:
+            if str(a) not in self.f.mesh:
+                raise ExportError(f"{node.site}: {node.prim} over axis '{a}', which no shard_map "
+                                  f"around it names (pmap is not supported)")
+            size *= self.f.mesh[str(a)]
+        kind = COLLECTIVES[node.prim]
+        def nbytes(name):
+            aval = self.f.avals[name]
+            return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
+        moved = node.outs if kind == "all_gather" else [self.name_of(x) for x in node.ins]
+        return {"collective": {"name": f"{node.prim} over {','.join(map(str, axes))} "
+                                       f"({node.site})",
+                               "kind": kind, "bytes": sum(nbytes(n) for n in moved),
+                               "axis": {"name": ",".join(map(str, axes)), "size": size},
+                               "results": node.outs}}

@@ -82,6 +82,43 @@ TEST(ProgramXla, AFusionMovesTheBytesItTouchesAndNothingOfWhatStaysInVmem) {
   EXPECT_EQ(l.hbm_write_bytes, 8 * 8 * 128 * 4);
 }
 
+// y = exp(x); r = all-reduce(y) over 4 devices; then a fusion of x (overlapping the all-reduce)
+// and one of r (after it).
+const std::string kCollective = R"({
+ "format": "tpusim-program", "version": 1, "name": "reduce", "functional": false,
+ "items": [
+  {"xla": {"name": "exp", "params": [{"name": "x", "opcode": "parameter", "shape": [512, 128],
+   "dtype": "f32"}], "ops": [{"name": "y", "opcode": "exponential", "shape": [512, 128],
+   "dtype": "f32", "operands": ["x"]}], "results": ["y"]}},
+  {"collective": {"name": "psum", "kind": "all_reduce", "bytes": 262144,
+   "axis": {"name": "model", "size": 4}, "results": ["r"]}},
+  {"xla": {"name": "tanh x", "params": [{"name": "x", "opcode": "parameter", "shape": [512, 128],
+   "dtype": "f32"}], "ops": [{"name": "t", "opcode": "tanh", "shape": [512, 128], "dtype": "f32",
+   "operands": ["x"]}], "results": ["t"]}},
+  {"xla": {"name": "tanh r", "params": [{"name": "r", "opcode": "parameter", "shape": [512, 128],
+   "dtype": "f32"}], "ops": [{"name": "u", "opcode": "tanh", "shape": [512, 128], "dtype": "f32",
+   "operands": ["r"]}], "results": ["u"]}}],
+ "outputs": ["t", "u"]
+}
+)";
+
+TEST(ProgramXla, ACollectiveFollowsItsProducerAndOnlyItsReadersWaitForIt) {
+  const ImportedProgram p = import_program(testing::write_program(kCollective));
+  ASSERT_EQ(p.program.items.size(), 4u);
+  const Collective& c = std::get<Collective>(p.program.items[1].what);
+  EXPECT_EQ(c.kind, CollectiveKind::all_reduce);
+  EXPECT_EQ(c.bytes, 262144);
+  EXPECT_EQ(c.axis.name, "model");
+  EXPECT_EQ(c.axis.size, 4);
+  EXPECT_EQ(p.program.items[1].deps, std::vector<int>{0});
+  EXPECT_TRUE(p.program.items[2].deps.empty());  // overlaps the all-reduce
+  EXPECT_EQ(p.program.items[3].deps, std::vector<int>{1});
+  const RunResult r = simulate(load_chip("v5e"), p.program);
+  ASSERT_EQ(r.items.size(), 4u);
+  EXPECT_LT(r.items[2].start, r.items[1].start + r.items[1].cycles);
+  EXPECT_GE(r.items[3].start, r.items[1].start + r.items[1].cycles);
+}
+
 TEST(ProgramXla, TheFunctionalCheckIsRefusedForWorkItDoesNotExecute) {
   const ImportedProgram p = import_program(testing::write_program(kProgram));
   const std::string e = error_of([&] { check_program(p, "unused.json"); });
@@ -109,6 +146,9 @@ TEST(ProgramXla, BadItemsAreOneLineNamingThePlace) {
                      "trips": 2, "items": []}},)"));
   EXPECT_NE(e.find("items[1].loop.items[0].loop': a loop inside a loop's body is not supported"),
             std::string::npos)
+      << e;
+  e = error(replaced(kCollective, R"("kind": "all_reduce")", R"("kind": "all_to_all")"));
+  EXPECT_NE(e.find("items[1].collective.kind': expected one of all_gather"), std::string::npos)
       << e;
   e = error(replaced(kProgram, R"("trips": 8)", R"("trips": 0)"));
   EXPECT_NE(e.find("items[1].loop.trips'"), std::string::npos) << e;
