@@ -57,6 +57,10 @@ def dead_work(x):
     return x * 3.0
 
 
+def counted_while(x):
+    return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+
+
 def data_dependent_while(x):
     return lax.while_loop(lambda a: jnp.sum(a) < 100.0, lambda a: a * 2.0, x)
 
@@ -114,6 +118,13 @@ class XlaExportTest(unittest.TestCase):
         loop = p["items"][0]["loop"]
         self.assertEqual(loop["trips"], 5)
         self.assertEqual([opcodes(i) for i in loop["items"]], [["multiply"]])  # no i + 1
+
+    def test_a_while_loop_with_a_counted_trip_count_is_a_loop(self):
+        p = export(counted_while, [arg("x", (8, 128))], "w")
+        loop = p["items"][0]["loop"]
+        self.assertEqual(loop["trips"], 7)
+        self.assertRegex(loop["name"], r"^while ")
+        self.assertEqual([opcodes(i) for i in loop["items"]], [["multiply"]])
 
     def test_solves_of_one_matrix_share_its_inverse(self):
         p = export(two_solves_of_one_matrix, [arg("a", (128, 128)), arg("b", (128, 64))], "t")

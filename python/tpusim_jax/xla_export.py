@@ -5,8 +5,9 @@ checkpointed function's recompute stays where JAX put it), dead values are dropp
 them, and the remaining equations become program items in order:
 
 - a `pallas_call`: a kernel (export.export_pallas_call);
-- a `scan` (lax.scan, and fori_loop with static bounds, which JAX traces as a scan): a loop with
-  its trip count, whose body is exported the same way (a loop inside a loop body is refused);
+- a `scan` (lax.scan, and fori_loop with static bounds, which JAX traces as a scan), or a `while`
+  whose trip count shows in its counter (known_trips): a loop with its trip count, whose body is
+  exported the same way (a loop inside a loop body is refused);
 - `triangular_solve`: an item of its own (tpusim runs it as XLA's TPU backend does at C <= 128);
 - a `shard_map`: its body, on one device's shards (a tpusim program is what one chip runs), with
   its collectives (psum, pmax, pmin, all_gather, reduce_scatter, ppermute) as program
@@ -19,7 +20,7 @@ them, and the remaining equations become program items in order:
   A fusion of scalars only (a loop counter) runs on the scalar unit and is not exported; a fusion
   of reshapes only is a bitcast and costs nothing.
 
-`while` with a trip count unknown at trace time, `cond`, collectives outside a shard_map and other
+`while` with another trip count, `cond`, collectives outside a shard_map and other
 primitives are refused with one line naming the primitive and the user code's line.
 """
 from __future__ import annotations
@@ -92,6 +93,43 @@ def hlo_dtype(aval, what: str) -> str:
     return HLO_DTYPES[name]
 
 
+COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+               "ne": np.not_equal}
+
+
+def known_trips(eqn, most: int = 1 << 24) -> int | None:
+    """The trip count of a while loop whose condition compares one carried counter with a
+    constant, the counter starting at a constant and stepped by a constant in the body (what
+    XLA's while loop analysis finds too); None otherwise."""
+    cond, body = eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]
+    nc, nb = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+    if len(cond.jaxpr.eqns) != 1:
+        return None
+    test = cond.jaxpr.eqns[0]
+    if test.primitive.name not in COMPARISONS or len(test.invars) != 2:
+        return None
+    counter, bound = test.invars
+    flipped = isinstance(counter, jcore.Literal)
+    if flipped:
+        counter, bound = bound, counter
+    if not isinstance(bound, jcore.Literal) or counter not in cond.jaxpr.invars[nc:]:
+        return None
+    k = cond.jaxpr.invars[nc:].index(counter)
+    start = eqn.invars[nc + nb + k]
+    step = next((e for e in body.jaxpr.eqns if e.outvars[0] is body.jaxpr.outvars[k]), None)
+    if not isinstance(start, jcore.Literal) or step is None or \
+            step.primitive.name not in ("add", "sub") or \
+            step.invars[0] is not body.jaxpr.invars[nb + k] or \
+            not isinstance(step.invars[1], jcore.Literal):
+        return None
+    delta = step.invars[1].val * (1 if step.primitive.name == "add" else -1)
+    compare = COMPARISONS[test.primitive.name]
+    i, trips = start.val, 0
+    while (compare(bound.val, i) if flipped else compare(i, bound.val)) and trips <= most:
+        i, trips = i + delta, trips + 1
+    return trips if trips <= most else None
+
+
 class Node:
     """One equation of the flattened jaxpr: its operands and results by name."""
 
@@ -110,6 +148,7 @@ class Flat:
         self.nodes: list[Node] = []
         self.inputs: list[str] = []
         self.outputs: list = []
+        self.trips = 0  # a while loop's body: its trip count
 
 
 class Flattener:
@@ -170,9 +209,16 @@ class Flattener:
                 body = Flat()
                 body.inputs = [self.fresh(v, "it") for v in closed.jaxpr.invars]
                 self.flatten(closed.jaxpr, body.inputs, closed.consts, body, here)
+            elif p == "while" and known_trips(eqn) is not None:
+                closed = eqn.params["body_jaxpr"]
+                body = Flat()
+                body.inputs = [self.fresh(v, "it") for v in closed.jaxpr.invars]
+                self.flatten(closed.jaxpr, body.inputs, closed.consts, body, here)
+                body.trips = known_trips(eqn)
             elif p in ("while", "cond"):
-                what = "a while_loop (its trip count is not known when traced; fori_loop with " \
-                       "static bounds traces as a scan)" if p == "while" else "a cond"
+                what = "a while_loop whose trip count is not known when traced (a counter " \
+                       "from a constant, stepped by a constant, against a constant bound is)" \
+                    if p == "while" else "a cond"
                 raise ExportError(f"{here}: {what} outside a kernel is not supported: "
                                   f"tpusim programs have no data-dependent control flow "
                                   f"(compile the function instead: docs/compiler_import.md)")
@@ -347,12 +393,12 @@ class ItemWriter:
             kernel, _ = self.export_kernel(node.eqn, self.kernels, names)
             self.kernels += 1
             return [{"kernel": kernel}]
-        if node.prim == "scan":
+        if node.prim in ("scan", "while"):
             if in_loop:
                 raise ExportError(f"{node.site}: a scan inside a scan's body is not "
                                   f"supported yet (tpusim loops hold kernels only)")
-            return [{"loop": {"name": f"scan ({node.site})",
-                              "trips": int(node.eqn.params["length"]),
+            trips = node.body.trips if node.prim == "while" else node.eqn.params["length"]
+            return [{"loop": {"name": f"{node.prim} ({node.site})", "trips": int(trips),
                               "items": self.items(node.body, True)}}]
         if node.prim == "triangular_solve":
             a, b = (self.value(self.name_of(x), "parameter") for x in node.ins)
