@@ -1,5 +1,7 @@
 #include "app/timeline_layout.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -120,6 +122,23 @@ std::vector<double> ruler_ticks_us(double from_us, double to_us, int max_ticks) 
   for (double t = std::ceil(from_us / step) * step; t <= to_us + 1e-9 * step; t += step)
     ticks.push_back(t);
   return ticks;
+}
+
+std::string ruler_label(double t_us, double step_us) {
+  struct Unit {
+    const char* name;
+    double per_us;
+  };
+  // The largest unit in which the step is at least a tenth: at most one decimal.
+  const Unit unit = step_us >= 1e5   ? Unit{"s", 1e-6}
+                    : step_us >= 1e2 ? Unit{"ms", 1e-3}
+                    : step_us >= 0.1 ? Unit{"us", 1}
+                                     : Unit{"ns", 1e3};
+  const double step = step_us * unit.per_us;
+  const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  const double value = t_us * unit.per_us;
+  if (std::abs(value) < 0.5 * step) return fmt::format("0 {}", unit.name);  // not "-0.0"
+  return fmt::format("{:.{}f} {}", value, decimals, unit.name);
 }
 
 }  // namespace tpusim

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "sim/timing/result.h"
@@ -56,5 +57,9 @@ void for_each_box(const RunResult& r, const TimelineLanes& lanes, int64_t from, 
 
 // Ruler ticks in microseconds over [from_us, to_us]: at most `max_ticks` at a 1-2-5 step.
 std::vector<double> ruler_ticks_us(double from_us, double to_us, int max_ticks);
+
+// A tick's label in the largest unit (ns, us, ms, s) in which the step is at least a tenth, with
+// the decimals the step needs: "250 ns", "1.5 us", "1.2 ms", "12 ms".
+std::string ruler_label(double t_us, double step_us);
 
 }  // namespace tpusim

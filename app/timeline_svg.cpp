@@ -92,12 +92,14 @@ std::string timeline_svg(const RunResult& r, const SvgWindow& w) {
         escape(title));
   });
   const int ruler = kTop + lanes.count() * kLane + 4;
-  for (double t : ruler_ticks_us(from, to, 10)) {
+  const std::vector<double> ticks = ruler_ticks_us(from, to, 10);
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : to - from;
+  for (double t : ticks) {
     svg +=
         fmt::format("<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#999\"/>\n",
                     x_of(t), ruler, ruler + 5);
-    svg += fmt::format("<text x=\"{:.2f}\" y=\"{}\" text-anchor=\"middle\">{:g} us</text>\n",
-                       x_of(t), ruler + 17, t);
+    svg += fmt::format("<text x=\"{:.2f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x_of(t),
+                       ruler + 17, ruler_label(t, step));
   }
   svg += legend(ruler + 30);
   svg += fmt::format(

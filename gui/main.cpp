@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
                  "a scenario YAML (training-step breakdown), or a program exported from JAX "
                  "(python -m tpusim_jax export), shown as the kernel");
   app.add_option("--screenshot", w.screenshot, "render one frame to this PNG and exit");
+  std::string script;
+  app.add_option("--script", script,
+                 "play input steps from FILE headless and exit (move, click, drag, wheel, key, "
+                 "wait, screenshot: gui/script.h)");
   app.add_option("--kernel", kernel, "the kernel shown (any of `tpusim kernel --help`)")
       ->capture_default_str();
   app.add_option("--chip", w.knobs.chip, "chip name or chip YAML file")->capture_default_str();
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
       knobs.apply(w.knobs.compare->entry(), w.knobs.compare->knobs);
       if (!compare_build.empty()) w.knobs.compare->knobs.set("build", compare_build);
     }
+    if (!script.empty()) w.script = gui::load_script(script);
     if (!step_build.empty()) w.step_build = kernels::gdn::parse_build(step_build);
     w.knobs.main.entry().check(w.knobs.main.knobs);
     if (w.knobs.compare) w.knobs.compare->entry().check(w.knobs.compare->knobs);

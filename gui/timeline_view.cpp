@@ -37,17 +37,30 @@ struct Frame {
   float lane_y(int lane) const { return origin.y + kRulerHeight + lane * kLaneHeight; }
 };
 
-// Zoom at the cursor with the wheel; pan by dragging.
+// Zooms by `factor` keeping the point at fraction `at` of the plot where it is.
+void zoom(const RunResult& r, const Frame& f, double at, double factor, TimelineState& st) {
+  const int64_t pivot = st.from + static_cast<int64_t>(at * f.span);
+  const int64_t new_span = std::clamp<int64_t>(static_cast<int64_t>(f.span * factor), 16,
+                                               std::max<int64_t>(16, r.cycles * 2));
+  st.from = pivot - static_cast<int64_t>(at * new_span);
+  st.to = st.from + new_span;
+}
+
+// Zoom at the cursor with the wheel, pan by dragging; over the timeline, as in Perfetto: W/S
+// zoom in/out at the cursor, A/D pan by a fifth of the view, R shows the whole run again.
 void zoom_and_pan(const RunResult& r, const Frame& f, bool hovered, TimelineState& st) {
   const ImGuiIO& io = ImGui::GetIO();
-  if (hovered && io.MouseWheel != 0) {
-    const double at = std::clamp((io.MousePos.x - f.origin.x - kLabelWidth) / f.plot_w, 0.0f, 1.0f);
-    const int64_t pivot = st.from + static_cast<int64_t>(at * f.span);
-    const double factor = io.MouseWheel > 0 ? 0.8 : 1.25;
-    const int64_t new_span = std::clamp<int64_t>(static_cast<int64_t>(f.span * factor), 16,
-                                                 std::max<int64_t>(16, r.cycles * 2));
-    st.from = pivot - static_cast<int64_t>(at * new_span);
-    st.to = st.from + new_span;
+  const double at = std::clamp((io.MousePos.x - f.origin.x - kLabelWidth) / f.plot_w, 0.0f, 1.0f);
+  if (hovered && io.MouseWheel != 0) zoom(r, f, at, io.MouseWheel > 0 ? 0.8 : 1.25, st);
+  if (hovered && !io.WantTextInput) {
+    // Dear ImGui 1.86 indexes keys by the backend's codes; GLFW's for letters are their
+    // upper-case ASCII, so these are physical keys, as in Perfetto.
+    if (ImGui::IsKeyPressed('W')) zoom(r, f, at, 0.8, st);
+    if (ImGui::IsKeyPressed('S')) zoom(r, f, at, 1.25, st);
+    const int64_t fifth = std::max<int64_t>(1, f.span / 5);
+    if (ImGui::IsKeyPressed('A')) st.from -= fifth, st.to -= fifth;
+    if (ImGui::IsKeyPressed('D')) st.from += fifth, st.to += fifth;
+    if (ImGui::IsKeyPressed('R')) st.from = st.to = 0;  // fit again
   }
   if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
     const int64_t shift = static_cast<int64_t>(-io.MouseDelta.x / f.plot_w * f.span);
@@ -58,14 +71,15 @@ void zoom_and_pan(const RunResult& r, const Frame& f, bool hovered, TimelineStat
 
 void ruler(ImDrawList* dl, const RunResult& r, const Frame& f, float height) {
   const double us_per_cycle = 1e6 / r.clock_hz;
-  for (double t :
-       ruler_ticks_us(f.from * us_per_cycle, (f.from + f.span) * us_per_cycle, kRulerTicks)) {
+  const double from_us = f.from * us_per_cycle, to_us = (f.from + f.span) * us_per_cycle;
+  const std::vector<double> ticks = ruler_ticks_us(from_us, to_us, kRulerTicks);
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : to_us - from_us;
+  for (double t : ticks) {
     const float x = f.x_of(static_cast<int64_t>(t / us_per_cycle));
     dl->AddLine(ImVec2(x, f.origin.y + kRulerHeight - 6), ImVec2(x, f.origin.y + height),
                 IM_COL32(60, 60, 64, 255));
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g us", t);
-    dl->AddText(ImVec2(x + 2, f.origin.y + 2), IM_COL32(200, 200, 200, 255), buf);
+    dl->AddText(ImVec2(x + 2, f.origin.y + 2), IM_COL32(200, 200, 200, 255),
+                ruler_label(t, step).c_str());
   }
 }
 

@@ -70,7 +70,8 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
   const size_t events = (shown.run ? shown.run->run.events.size() : 0) +
                         (shown.compare ? shown.compare->run.events.size() : 0);
   ImGui::Text(
-      "timeline (wheel: zoom, drag: pan, right-click: select grid step)   %zu events, drawn in "
+      "timeline (wheel or W/S: zoom, drag or A/D: pan, R: whole run, right-click: grid step)   "
+      "%zu events, drawn in "
       "%.1f ms",
       events, last_draw_ms);
   if (!shown.run) return last_draw_ms;
@@ -170,7 +171,9 @@ int run_window(WindowOptions options) {
   if (!s.o.scenario.empty()) s.submit_step();
   int pending = s.o.scenario.empty() ? 1 : 2;  // the first results, which a screenshot shows
   int frames_after_result = 0, exit_code = 0;
-  const bool headless = !s.o.screenshot.empty();
+  std::optional<ScriptPlayer> script;
+  if (!s.o.script.empty()) script.emplace(s.o.script);
+  const bool headless = !s.o.screenshot.empty() || script;
   while (!glfwWindowShouldClose(window)) {
     if (!headless) glfwPollEvents();
     if (s.take_result()) {
@@ -180,6 +183,9 @@ int run_window(WindowOptions options) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray hover
+    // A script step runs once what the steps before it set off has been simulated and drawn.
+    const bool settled = pending == 0 && !s.worker.busy() && frames_after_result >= kSettleFrames;
+    if (script && settled) script->before_frame(ImGui::GetIO());
     ImGui::NewFrame();
     s.draw();
     ImGui::Render();
@@ -189,7 +195,17 @@ int run_window(WindowOptions options) {
     glClearColor(0.08f, 0.08f, 0.09f, 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (headless && pending == 0 && !s.worker.busy() && ++frames_after_result >= kSettleFrames) {
+    if (script) {
+      if (pending == 0 && !s.worker.busy()) ++frames_after_result;
+      if (settled && !script->shot().empty() && !save_png(script->shot(), fw, fh)) {
+        std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", script->shot().c_str());
+        exit_code = 2;
+        break;
+      }
+      if (settled) script->after_frame();
+      if (script->done()) break;
+    } else if (headless && pending == 0 && !s.worker.busy() &&
+               ++frames_after_result >= kSettleFrames) {
       std::fprintf(stderr, "timeline drawn in %.1f ms\n", s.draw_ms);
       if (!save_png(s.o.screenshot, fw, fh)) {
         std::fprintf(stderr, "tpusim-gui: error: cannot write '%s'\n", s.o.screenshot.c_str());

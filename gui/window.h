@@ -1,11 +1,12 @@
 // The GUI's window: GLFW and ImGui set-up, the frame loop (knobs and totals on top, the timeline
 // of the shown kernel and the compared one below), results taken from the worker thread as they
-// arrive, and the headless --screenshot mode.
+// arrive, and the headless --screenshot and --script modes.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "gui/script.h"
 #include "gui/simulation.h"
 
 namespace tpusim::gui {
@@ -17,6 +18,7 @@ struct WindowOptions {
   std::optional<kernels::gdn::Build> step_build;  // none: the file's own
   std::string screenshot;                         // render one frame to this PNG and return
   std::vector<double> window_us;                  // initial timeline window FROM TO
+  std::vector<ScriptStep> script;                 // --script: played headless, then exit
 };
 
 // Returns the process exit code (2 when no window could be opened or the PNG not written).

@@ -75,6 +75,15 @@ TEST(TimelineLayout, RulerTicksAtARoundStep) {
   ASSERT_EQ(ticks.size(), 11u);
   for (size_t i = 0; i < ticks.size(); ++i) EXPECT_NEAR(ticks[i], 0.1 * i, 1e-12);
   EXPECT_EQ(ruler_ticks_us(3, 47, 8), (std::vector<double>{10, 20, 30, 40}));  // 44/8 -> step 10
+  // Labels follow the step's unit, with the decimals it needs.
+  EXPECT_EQ(ruler_label(0.25, 0.05), "250 ns");
+  EXPECT_EQ(ruler_label(0.0005, 0.0005), "0.5 ns");
+  EXPECT_EQ(ruler_label(1.5, 0.5), "1.5 us");
+  EXPECT_EQ(ruler_label(40, 10), "40 us");
+  EXPECT_EQ(ruler_label(1200, 200), "1.2 ms");
+  EXPECT_EQ(ruler_label(12000, 2000), "12 ms");
+  EXPECT_EQ(ruler_label(2.5e6, 5e5), "2.5 s");
+  EXPECT_EQ(ruler_label(-1e-12, 0.1), "0 us");  // not "-0.0 us"
 }
 
 TEST(TimelineSvg, DrawsLanesBoxesRulerAndLegend) {

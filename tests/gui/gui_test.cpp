@@ -1,5 +1,6 @@
 // The GUI under Xvfb in headless mode: the screenshot has the window's size and the timeline area
-// is drawn (pixels that are not background); a bad scenario file is shown as an error, no crash.
+// is drawn (pixels that are not background); a bad scenario file is shown as an error, no crash;
+// scripted input (--script) zooms, pans, resets and hovers.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -162,7 +163,8 @@ TEST(Gui, BadFlagsNameTheFlagAndItsValues) {
   const std::pair<const char*, const char*> cases[] = {
       {"--build nope", "--build: nope not in {main,scan,heads,ladder,doubling}"},
       {"--seq 0", "--seq: 0 is outside 1..16777216"},
-      {"--chip v9", "--chip: unknown chip 'v9' (known chips: v5e, v5p, v6e; or a path to a .yaml file)"},
+      {"--chip v9",
+       "--chip: unknown chip 'v9' (known chips: v5e, v5p, v6e; or a path to a .yaml file)"},
       {"--compare nope", "--compare: unknown kernel 'nope' (known: "},
       {"--step-build x", "--step-build: x not in {main,scan,heads,ladder,doubling}"},
       {"--head-tile-fwd -1", "--head-tile-fwd: -1 is outside 0..1024"},
@@ -227,6 +229,100 @@ TEST(Gui, ImportedProgramIsShownAsTheKernel) {
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
   // No error line where the totals start (the stall bar under it is red with DMA waits).
   EXPECT_LT(red_pixels(p, 340, 10, 1590, 28), 100);
+}
+
+Png load_png(const fs::path& file) {
+  Png p;
+  int n = 0;
+  unsigned char* data = stbi_load(file.string().c_str(), &p.w, &p.h, &n, 3);
+  if (data) {
+    p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
+    stbi_image_free(data);
+  }
+  return p;
+}
+
+// Plays `steps` (gui/script.h) with `args`; the screenshot steps name shotN.png in `dir`.
+int play(const fs::path& dir, const std::string& steps, const std::string& args, std::string* log) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "script.txt") << steps;
+  const std::string cmd = fmt::format(
+      "cd {} && xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --script script.txt "
+      ">log 2>&1",
+      dir.string(), TPUSIM_GUI, args);
+  const int raw = std::system(cmd.c_str());
+  std::ifstream in(dir / "log");
+  log->assign(std::istreambuf_iterator<char>(in), {});
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+// The timeline's lanes and ruler (not the header line, whose drawing time varies).
+bool same_timeline(const Png& a, const Png& b) {
+  if (a.w != b.w || a.h != b.h || a.px.empty()) return false;
+  const size_t row = static_cast<size_t>(a.w) * 3;
+  for (int y = 365; y < 640; ++y)
+    if (!std::equal(a.px.begin() + y * row, a.px.begin() + (y + 1) * row, b.px.begin() + y * row))
+      return false;
+  return true;
+}
+
+// Light text pixels (a tooltip's) in a region.
+int light_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  int n = 0;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x) {
+      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+      n += c[0] > 180 && c[1] > 180 && c[2] > 180;
+    }
+  return n;
+}
+
+// Perfetto's keys over the timeline: W zooms in at the cursor, A and D pan by a fifth and undo
+// each other, R shows the whole run again; hovering shows the event's tooltip.
+TEST(Gui, ScriptedKeysZoomPanAndResetTheTimeline) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_script";
+  fs::remove_all(dir);
+  std::string log;
+  const int status =
+      play(dir, R"(# the timeline at its start, zoomed in, panned there and back, reset
+screenshot shot0.png
+move 800 600
+key W
+key W
+key W
+screenshot shot1.png
+key A
+key D
+screenshot shot2.png
+key R
+move 5 995
+screenshot shot3.png
+move 800 600
+wait 2
+screenshot shot4.png
+)",
+           "--kernel gdn-scan-fwd", &log);
+  ASSERT_EQ(status, 0) << log;
+  std::vector<Png> shots;
+  for (int i = 0; i < 5; ++i) shots.push_back(load_png(dir / fmt::format("shot{}.png", i)));
+  ASSERT_EQ(shots[0].w, 1600);
+  EXPECT_FALSE(same_timeline(shots[0], shots[1]));  // zoomed
+  EXPECT_TRUE(same_timeline(shots[1], shots[2]));   // A then D: where it was
+  EXPECT_TRUE(same_timeline(shots[0], shots[3]));   // R: the whole run, as at the start
+  // The mouse over the DMA lanes shows a tooltip below-right of it (its lines under the legend
+  // row); away from them, none.
+  EXPECT_GT(light_pixels(shots[4], 820, 650, 1200, 715), 500);
+  EXPECT_LT(light_pixels(shots[3], 820, 650, 1200, 715), 20);
+}
+
+TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_bad_script";
+  fs::remove_all(dir);
+  std::string log;
+  EXPECT_EQ(play(dir, "move 1 2\nkey WW\n", "", &log), 2);
+  EXPECT_EQ(log, "tpusim-gui: error: script.txt:2: key 'WW': expected a letter or digit\n");
+  EXPECT_EQ(play(dir, "jump 1 2\n", "", &log), 2);
+  EXPECT_NE(log.find("script.txt:1: unknown step 'jump'"), std::string::npos) << log;
 }
 
 }  // namespace
