@@ -30,16 +30,14 @@ int catalog_index(const std::string& name) {
 int main(int argc, char** argv) {
   CLI::App app{"tpusim-gui: interactive schedule exploration"};
   gui::WindowOptions w;
-  std::string kernel = "gdn-scan-fwd", compare, compare_build, step_build;
+  std::string kernel = "gdn-scan-fwd", compare, compare_build, step_build, script;
   w.knobs.chip = "v5e";
   app.add_option("file", w.scenario,
                  "a scenario YAML (training-step breakdown), or a program exported from JAX "
                  "(python -m tpusim_jax export), shown as the kernel");
   app.add_option("--screenshot", w.screenshot, "render one frame to this PNG and exit");
-  std::string script;
   app.add_option("--script", script,
-                 "play input steps from FILE headless and exit (move, click, drag, wheel, key, "
-                 "wait, screenshot: gui/script.h)");
+                 "play input steps from FILE headless, then exit (gui/script.h)");
   app.add_option("--kernel", kernel, "the kernel shown (any of `tpusim kernel --help`)")
       ->capture_default_str();
   app.add_option("--chip", w.knobs.chip, "chip name or chip YAML file")->capture_default_str();
