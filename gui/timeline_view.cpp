@@ -34,8 +34,55 @@ struct Frame {
   float x_of(int64_t c) const {
     return origin.x + kLabelWidth + static_cast<float>(double(c - from) / span * plot_w);
   }
-  float lane_y(int lane) const { return origin.y + kRulerHeight + lane * kLaneHeight; }
+  int item_rows = 0;  // the program's own rows above the units' lanes
+  float item_y(int row) const { return origin.y + kRulerHeight + row * kLaneHeight; }
+  float lane_y(int lane) const { return item_y(item_rows + lane); }
 };
+
+bool is_collective(const ItemResult& item) { return item.kernel < 0; }
+
+// Rows for the program's items: its kernel calls and loops, then its collectives if it has any.
+int item_rows(const RunResult& r) {
+  if (r.items.empty()) return 0;
+  return std::any_of(r.items.begin(), r.items.end(), is_collective) ? 2 : 1;
+}
+
+// The program's items as named boxes (a name shown where it fits); returns the hovered item.
+const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f) {
+  const char* names[] = {"program", "collectives"};
+  for (int row = 0; row < f.item_rows; ++row)
+    dl->AddText(ImVec2(f.origin.x + 4, f.item_y(row) + 3), IM_COL32(220, 220, 220, 255),
+                names[row]);
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  const ItemResult* hovered = nullptr;
+  const float left = f.origin.x + kLabelWidth, right = f.origin.x + f.width;
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const ItemResult& item = r.items[i];
+    const int row = is_collective(item) ? 1 : 0;
+    const float x0 = std::max(f.x_of(item.start), left),
+                x1 = std::min(f.x_of(item.start + item.cycles), right);
+    if (x1 < left || x0 > right || x1 < x0) continue;
+    const float y = f.item_y(row);
+    const ImU32 colour = row == 1 ? im_colour(cause_colour(Cause::collective))
+                         : i % 2  ? IM_COL32(70, 90, 130, 255)
+                                  : IM_COL32(90, 115, 160, 255);
+    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 2), colour);
+    if (ImGui::CalcTextSize(item.name.c_str()).x + 6 < x1 - x0)
+      dl->AddText(ImVec2(x0 + 3, y + 3), IM_COL32(255, 255, 255, 255), item.name.c_str());
+    if (m.y >= y && m.y < y + kLaneHeight && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &item;
+  }
+  return hovered;
+}
+
+void item_tooltip(const RunResult& r, const ItemResult& item) {
+  const double us_per_cycle = 1e6 / r.clock_hz;
+  ImGui::BeginTooltip();
+  ImGui::Text("%s", item.name.c_str());
+  if (item.stage != item.name) ImGui::Text("stage %s", item.stage.c_str());
+  ImGui::Text("%.3f .. %.3f us (%.3f us)", item.start * us_per_cycle,
+              (item.start + item.cycles) * us_per_cycle, item.cycles * us_per_cycle);
+  ImGui::EndTooltip();
+}
 
 // Zooms by `factor` keeping the point at fraction `at` of the plot where it is.
 void zoom(const RunResult& r, const Frame& f, double at, double factor, TimelineState& st) {
@@ -162,7 +209,8 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   f.origin = ImGui::GetCursorScreenPos();
   f.width = std::max(100.0f, ImGui::GetContentRegionAvail().x);
   f.plot_w = f.width - kLabelWidth;
-  const float height = kRulerHeight + lanes.count() * kLaneHeight;
+  f.item_rows = item_rows(r);
+  const float height = kRulerHeight + (f.item_rows + lanes.count()) * kLaneHeight;
   ImGui::InvisibleButton(id, ImVec2(f.width, std::max(height, 40.0f)));
   const bool hovered = ImGui::IsItemHovered();
   f.from = st.from;
@@ -174,6 +222,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   dl->AddRectFilled(f.origin, ImVec2(f.origin.x + f.width, f.origin.y + height),
                     IM_COL32(25, 25, 28, 255));
   ruler(dl, r, f, height);
+  const ItemResult* hovered_item = draw_items(dl, r, f);
   for (int lane = 0; lane < lanes.count(); ++lane)
     dl->AddText(ImVec2(f.origin.x + 4, f.lane_y(lane) + 3), IM_COL32(220, 220, 220, 255),
                 r.units[lanes.unit_of[lane]].name.c_str());
@@ -213,6 +262,8 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
     tooltip(r, *e, program);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;
+  } else if (hovered && hovered_item) {
+    item_tooltip(r, *hovered_item);
   }
   legend();
 }

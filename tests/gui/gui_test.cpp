@@ -309,10 +309,26 @@ screenshot shot4.png
   EXPECT_FALSE(same_timeline(shots[0], shots[1]));  // zoomed
   EXPECT_TRUE(same_timeline(shots[1], shots[2]));   // A then D: where it was
   EXPECT_TRUE(same_timeline(shots[0], shots[3]));   // R: the whole run, as at the start
-  // The mouse over the DMA lanes shows a tooltip below-right of it (its lines under the legend
-  // row); away from them, none.
-  EXPECT_GT(light_pixels(shots[4], 820, 650, 1200, 715), 500);
-  EXPECT_LT(light_pixels(shots[3], 820, 650, 1200, 715), 20);
+  // The mouse over the DMA lanes shows a tooltip below-right of it: hundreds of light text
+  // pixels there that the same frame without the mouse does not have.
+  EXPECT_GT(
+      light_pixels(shots[4], 820, 600, 1200, 760) - light_pixels(shots[3], 820, 600, 1200, 760),
+      500);
+}
+
+// The program's items get a lane of their own above the units: the kernel call is one box, in
+// the first item's colour, from the end of the host dispatch to the end of the run.
+TEST(Gui, TheProgramLaneDrawsEachItemAsABox) {
+  int status = -1;
+  const Png p = screenshot("--kernel gdn-scan-fwd", &status);
+  ASSERT_EQ(status, 0) << p.log;
+  int item_pixels = 0;
+  for (int y = 360; y < 430; ++y)
+    for (int x = 100; x < 1590; ++x) {
+      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+      item_pixels += c[0] == 90 && c[1] == 115 && c[2] == 160;
+    }
+  EXPECT_GT(item_pixels, 15000);  // about 1,200 px of the plot's width x 16 px
 }
 
 TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
