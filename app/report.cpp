@@ -106,6 +106,24 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
   return out;
 }
 
+std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second) {
+  std::vector<StageDifference> rows;
+  auto add = [&](const RunResult& r, double StageDifference::*s, double StageDifference::*share) {
+    for (const auto& [stage, cycles] : stage_cycles(r)) {
+      auto it = std::find_if(rows.begin(), rows.end(),
+                             [&](const StageDifference& d) { return d.stage == stage; });
+      if (it == rows.end()) it = rows.insert(rows.end(), StageDifference{stage});
+      (*it).*s = cycles / r.clock_hz;
+      (*it).*share = r.cycles > 0 ? static_cast<double>(cycles) / r.cycles : 0;
+    }
+  };
+  add(first, &StageDifference::first_s, &StageDifference::first_share);
+  add(second, &StageDifference::second_s, &StageDifference::second_share);
+  rows.push_back({"total", first.time_s, second.time_s, 1, 1});
+  for (StageDifference& d : rows) d.delta_s = d.second_s - d.first_s;
+  return rows;
+}
+
 std::string summary_text(const RunResult& r, const ChipSpec& chip) {
   std::string out;
   const double tflops = r.time_s > 0 ? r.flops / r.time_s / 1e12 : 0;

@@ -31,6 +31,16 @@ std::string live_buffers_text(const Program& p, const Liveness& l);
 // Time per stage label (program items without a stage count under their name), in program order.
 std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r);
 
+// One stage of two runs side by side (the GUI's compare view): seconds and share of each run's
+// time (0 where a run has no such stage), and the second's seconds minus the first's.
+struct StageDifference {
+  std::string stage;
+  double first_s = 0, second_s = 0, first_share = 0, second_share = 0, delta_s = 0;
+};
+// Every stage of either run (the first's in its order, then the second's others), and a last row
+// "total" with the runs' whole times (host dispatch included).
+std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second);
+
 // `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "app/report.h"
 #include "gui/panels.h"
 #include "kernels/gdn/layer.h"
 
@@ -126,6 +127,35 @@ void error_text(const std::string& error) {
   ImGui::PopStyleColor();
 }
 
+// The two compared runs stage by stage: time, share of the run, and the difference.
+void stage_difference_table(const RunResult& first, const RunResult& second) {
+  const std::vector<StageDifference> rows = stage_difference(first, second);
+  if (rows.size() < 2 || !ImGui::TreeNode("per stage (first, compared, difference)")) return;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("stages", 6, flags)) {
+    for (const char* h : {"stage", "first ms", "share", "compared ms", "share", "difference ms"})
+      ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (const StageDifference& d : rows) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(d.stage.c_str());
+      const std::pair<const char*, double> cells[] = {{"%.4f", d.first_s * 1e3},
+                                                      {"%.1f%%", 100 * d.first_share},
+                                                      {"%.4f", d.second_s * 1e3},
+                                                      {"%.1f%%", 100 * d.second_share},
+                                                      {"%+.4f", d.delta_s * 1e3}};
+      for (const auto& [format, v] : cells) {
+        ImGui::TableNextColumn();
+        ImGui::Text(format, v);
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::TreePop();
+}
+
 void run_panel(const Outcome& o) {
   if (!o.error.empty()) return error_text(o.error);
   if (!o.run) return;
@@ -138,6 +168,7 @@ void run_panel(const Outcome& o) {
                 o.compare->what.c_str(), c.time_s * 1e3, c.flops / c.time_s / 1e12,
                 c.time_s / r.time_s);
   }
+  if (o.compare) stage_difference_table(r, o.compare->run);
   stall_bar(r);
   std::string busy = "utilisation:";
   for (size_t u = 0; u < r.units.size(); ++u)

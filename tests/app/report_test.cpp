@@ -216,5 +216,37 @@ TEST(Report, OutputsAreByteIdenticalAcrossRuns) {
   EXPECT_EQ(once(), once());
 }
 
+// Two runs stage by stage, by hand: at 1 GHz, the first spends 3 us in "a" and 1 us in "b"
+// (4 us, plus 1 us of dispatch); the second 1 us in "a" and 2 us in "c".
+TEST(Report, StageDifferenceListsEveryStageOfEitherRun) {
+  RunResult first, second;
+  first.clock_hz = second.clock_hz = 1e9;
+  first.items = {{.name = "k1", .stage = "a", .cycles = 2000},
+                 {.name = "k2", .stage = "b", .cycles = 1000},
+                 {.name = "k3", .stage = "a", .cycles = 1000}};
+  first.cycles = 5000;
+  first.time_s = 5e-6;
+  second.items = {{.name = "k1", .stage = "a", .cycles = 1000},
+                  {.name = "k4", .stage = "c", .cycles = 2000}};
+  second.cycles = 4000;
+  second.time_s = 4e-6;
+  const std::vector<StageDifference> d = stage_difference(first, second);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].stage, "a");
+  EXPECT_DOUBLE_EQ(d[0].first_s, 3e-6);
+  EXPECT_DOUBLE_EQ(d[0].second_s, 1e-6);
+  EXPECT_DOUBLE_EQ(d[0].first_share, 0.6);
+  EXPECT_DOUBLE_EQ(d[0].second_share, 0.25);
+  EXPECT_DOUBLE_EQ(d[0].delta_s, -2e-6);
+  EXPECT_EQ(d[1].stage, "b");
+  EXPECT_DOUBLE_EQ(d[1].second_s, 0);
+  EXPECT_DOUBLE_EQ(d[1].delta_s, -1e-6);
+  EXPECT_EQ(d[2].stage, "c");
+  EXPECT_DOUBLE_EQ(d[2].first_s, 0);
+  EXPECT_DOUBLE_EQ(d[2].second_share, 0.5);
+  EXPECT_EQ(d[3].stage, "total");
+  EXPECT_DOUBLE_EQ(d[3].delta_s, -1e-6);
+}
+
 }  // namespace
 }  // namespace tpusim

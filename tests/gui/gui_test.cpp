@@ -331,6 +331,23 @@ TEST(Gui, TheProgramLaneDrawsEachItemAsABox) {
   EXPECT_GT(item_pixels, 15000);  // about 1,200 px of the plot's width x 16 px
 }
 
+// Comparing the scan build with the heads build, each with its own tiles: clicking "per stage"
+// opens the table of both runs' stages and their difference under the totals.
+TEST(Gui, ClickingPerStageOpensTheDifferenceTable) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_compare_table";
+  fs::remove_all(dir);
+  std::string log;
+  ASSERT_EQ(play(dir, "screenshot closed.png\nclick 380 56\nwait 3\nscreenshot open.png\n",
+                 "--kernel gdn-layer --build scan --compare gdn-layer --compare-build heads", &log),
+            0)
+      << log;
+  const Png closed = load_png(dir / "closed.png"), open = load_png(dir / "open.png");
+  ASSERT_EQ(open.w, 1600);
+  // About 16 rows of six numbers where the stall bar and utilisation lines were.
+  EXPECT_GT(light_pixels(open, 360, 70, 1000, 330),
+            light_pixels(closed, 360, 70, 1000, 330) + 3000);
+}
+
 TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
   const fs::path dir = fs::temp_directory_path() / "tpusim_gui_bad_script";
   fs::remove_all(dir);
