@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gui/em.h"
 #include "gui/panels.h"
 
 namespace tpusim::gui {
@@ -12,7 +13,7 @@ constexpr float kKnobWidth = 150;  // leaves the label room within the 330 px pa
 // A knob's widget; its help text is the tooltip. Returns true when the value changed.
 bool knob_widget(const kernels::Knob& k, kernels::KnobValues& v) {
   bool changed = false;
-  ImGui::SetNextItemWidth(kKnobWidth);
+  ImGui::SetNextItemWidth(kKnobWidth * em());
   if (k.type == kernels::Knob::Type::integer) {
     int64_t x = v.integer(k.name);
     const int64_t step = 1, step_fast = 64;
@@ -40,7 +41,7 @@ bool kernel_combo(const char* label, int& kernel, const char* none = nullptr) {
   const auto& entries = kernels::catalog();
   const char* preview = kernel >= 0 ? entries.at(kernel).name.c_str() : none;
   bool changed = false;
-  ImGui::SetNextItemWidth(kKnobWidth);
+  ImGui::SetNextItemWidth(kKnobWidth * em());
   if (ImGui::BeginCombo(label, preview)) {
     if (none && ImGui::Selectable(none, kernel < 0)) {
       kernel = -1;
@@ -72,7 +73,7 @@ bool knobs_panel(Knobs& k, const std::vector<std::string>& chips) {
   const Knobs before = k;
   int kernel = k.main.kernel;
   if (kernel_combo("kernel", kernel)) k.main = switch_kernel(kernel, k.main.knobs);
-  ImGui::SetNextItemWidth(kKnobWidth);
+  ImGui::SetNextItemWidth(kKnobWidth * em());
   if (ImGui::BeginCombo("chip", k.chip.c_str())) {
     for (const std::string& c : chips)
       if (ImGui::Selectable(c.c_str(), c == k.chip)) k.chip = c;

@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--step-build", step_build,
                  "run the scenario's GDN layers in this build instead of the file's")
       ->check(builds);
+  app.add_option("--font-scale", w.font_scale, "text and lane size (also Ctrl+= and Ctrl+-)")
+      ->check(CLI::Range(0.5, 4.0))
+      ->capture_default_str();
   app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
       ->expected(2);
   SimFlags sim_flags;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gui/em.h"
 #include "gui/panels.h"
 
 namespace tpusim::gui {
@@ -11,7 +12,7 @@ bool open_scenario_popup(std::filesystem::path& dir, std::string& file) {
   bool picked = false;
   if (!ImGui::BeginPopup("open scenario")) return false;
   ImGui::TextUnformatted(dir.string().c_str());
-  ImGui::BeginChild("files", ImVec2(520, 360), true);
+  ImGui::BeginChild("files", ImVec2(520 * em(), 360 * em()), true);
   if (ImGui::Selectable("../")) dir = dir.parent_path();
   std::vector<fs::directory_entry> entries;
   std::error_code ec;

@@ -7,10 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "gui/em.h"
+
 namespace tpusim::gui {
 namespace {
 
-constexpr float kLabelWidth = 90, kLaneHeight = 20, kRulerHeight = 22;
+float label_width() { return 90 * em(); }
+float lane_height() { return 20 * em(); }
+float ruler_height() { return 22 * em(); }
 constexpr int kRulerTicks = 8;
 
 std::string shape_text(const Value& v) {
@@ -32,10 +36,10 @@ struct Frame {
   float width, plot_w;
   int64_t from, span;
   float x_of(int64_t c) const {
-    return origin.x + kLabelWidth + static_cast<float>(double(c - from) / span * plot_w);
+    return origin.x + label_width() + static_cast<float>(double(c - from) / span * plot_w);
   }
   int item_rows = 0;  // the program's own rows above the units' lanes
-  float item_y(int row) const { return origin.y + kRulerHeight + row * kLaneHeight; }
+  float item_y(int row) const { return origin.y + ruler_height() + row * lane_height(); }
   float lane_y(int lane) const { return item_y(item_rows + lane); }
 };
 
@@ -55,7 +59,7 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f)
                 names[row]);
   const ImVec2 m = ImGui::GetIO().MousePos;
   const ItemResult* hovered = nullptr;
-  const float left = f.origin.x + kLabelWidth, right = f.origin.x + f.width;
+  const float left = f.origin.x + label_width(), right = f.origin.x + f.width;
   for (size_t i = 0; i < r.items.size(); ++i) {
     const ItemResult& item = r.items[i];
     const int row = is_collective(item) ? 1 : 0;
@@ -66,10 +70,11 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f)
     const ImU32 colour = row == 1 ? im_colour(cause_colour(Cause::collective))
                          : i % 2  ? IM_COL32(70, 90, 130, 255)
                                   : IM_COL32(90, 115, 160, 255);
-    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 2), colour);
+    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
+                      colour);
     if (ImGui::CalcTextSize(item.name.c_str()).x + 6 < x1 - x0)
       dl->AddText(ImVec2(x0 + 3, y + 3), IM_COL32(255, 255, 255, 255), item.name.c_str());
-    if (m.y >= y && m.y < y + kLaneHeight && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &item;
+    if (m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &item;
   }
   return hovered;
 }
@@ -97,7 +102,7 @@ void zoom(const RunResult& r, const Frame& f, double at, double factor, Timeline
 // zoom in/out at the cursor, A/D pan by a fifth of the view, R shows the whole run again.
 void zoom_and_pan(const RunResult& r, const Frame& f, bool hovered, TimelineState& st) {
   const ImGuiIO& io = ImGui::GetIO();
-  const double at = std::clamp((io.MousePos.x - f.origin.x - kLabelWidth) / f.plot_w, 0.0f, 1.0f);
+  const double at = std::clamp((io.MousePos.x - f.origin.x - label_width()) / f.plot_w, 0.0f, 1.0f);
   if (hovered && io.MouseWheel != 0) zoom(r, f, at, io.MouseWheel > 0 ? 0.8 : 1.25, st);
   if (hovered && !io.WantTextInput) {
     // Dear ImGui 1.86 indexes keys by the backend's codes; GLFW's for letters are their
@@ -123,7 +128,7 @@ void ruler(ImDrawList* dl, const RunResult& r, const Frame& f, float height) {
   const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : to_us - from_us;
   for (double t : ticks) {
     const float x = f.x_of(static_cast<int64_t>(t / us_per_cycle));
-    dl->AddLine(ImVec2(x, f.origin.y + kRulerHeight - 6), ImVec2(x, f.origin.y + height),
+    dl->AddLine(ImVec2(x, f.origin.y + ruler_height() - 6), ImVec2(x, f.origin.y + height),
                 IM_COL32(60, 60, 64, 255));
     dl->AddText(ImVec2(x + 2, f.origin.y + 2), IM_COL32(200, 200, 200, 255),
                 ruler_label(t, step).c_str());
@@ -133,7 +138,7 @@ void ruler(ImDrawList* dl, const RunResult& r, const Frame& f, float height) {
 // The event under the mouse: binary search in the hovered lane only.
 const TimelineEvent* hovered_event(const RunResult& r, const TimelineLanes& lanes, const Frame& f) {
   const ImVec2 m = ImGui::GetIO().MousePos;
-  const int lane = static_cast<int>((m.y - f.lane_y(0)) / kLaneHeight);
+  const int lane = static_cast<int>((m.y - f.lane_y(0)) / lane_height());
   if (m.y < f.lane_y(0) || lane >= lanes.count()) return nullptr;
   const auto [first, last] = lane_events(r, lanes, lanes.unit_of[lane], f.from, f.from + f.span);
   for (const TimelineEvent* e = first; e != last; ++e)
@@ -208,9 +213,9 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   Frame f;
   f.origin = ImGui::GetCursorScreenPos();
   f.width = std::max(100.0f, ImGui::GetContentRegionAvail().x);
-  f.plot_w = f.width - kLabelWidth;
+  f.plot_w = f.width - label_width();
   f.item_rows = item_rows(r);
-  const float height = kRulerHeight + (f.item_rows + lanes.count()) * kLaneHeight;
+  const float height = ruler_height() + (f.item_rows + lanes.count()) * lane_height();
   ImGui::InvisibleButton(id, ImVec2(f.width, std::max(height, 40.0f)));
   const bool hovered = ImGui::IsItemHovered();
   f.from = st.from;
@@ -234,10 +239,10 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
                              ? IM_COL32(255, 255, 255, 255)
                              : im_colour(event_colour(r, e));
     const float y = f.lane_y(b.lane);
-    const float x0 = std::max(f.x_of(b.start), f.origin.x + kLabelWidth),
+    const float x0 = std::max(f.x_of(b.start), f.origin.x + label_width()),
                 x1 = std::min(f.x_of(b.end), f.origin.x + f.width);
     if (x1 >= x0)
-      dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 3),
+      dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 3),
                         colour);
   });
   // A span the engine jumped over (its steps repeat the ones before it) is a band across the
@@ -245,14 +250,14 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   for (size_t i : lanes.fast_forwarded) {
     const TimelineEvent& e = r.events[i];
     if (e.end < st.from || e.start > st.to) continue;
-    const float x0 = std::max(f.x_of(e.start), f.origin.x + kLabelWidth),
+    const float x0 = std::max(f.x_of(e.start), f.origin.x + label_width()),
                 x1 = std::min(f.x_of(e.end), f.origin.x + f.width);
     const int core = r.units[e.unit].core;
     for (int lane = 0; lane < lanes.count(); ++lane) {
       const int c = r.units[lanes.unit_of[lane]].core;
       if (c != core && c >= 0) continue;
       const float y = f.lane_y(lane);
-      dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + kLaneHeight - 3),
+      dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 3),
                         IM_COL32(70, 150, 170, 140));
     }
     if (x1 - x0 > 140)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/report.h"
+#include "gui/em.h"
 #include "gui/panels.h"
 #include "kernels/gdn/layer.h"
 
@@ -23,11 +24,11 @@ void stall_bar(const RunResult& r) {
   for (int c = 0; c < kNumCauses; ++c) {
     const float cw =
         w * static_cast<float>(r.time[c]) / static_cast<float>(std::max<int64_t>(1, r.cycles));
-    dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14),
+    dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + cw, p.y + 14 * em()),
                       im_colour(cause_colour(static_cast<Cause>(c))));
     x += cw;
   }
-  ImGui::Dummy(ImVec2(w, 16));
+  ImGui::Dummy(ImVec2(w, 16 * em()));
   for (int c = 0; c < kNumCauses; ++c)
     if (r.time[c] > 0) {
       ImGui::Text("%s %.1f%%", std::string(name(static_cast<Cause>(c))).c_str(),
@@ -45,7 +46,7 @@ void vmem_per_kernel(const RunResult& r) {
     const float frac =
         static_cast<float>(k.vmem.total_bytes) / static_cast<float>(k.vmem_limit_bytes);
     ImGui::ProgressBar(
-        frac, ImVec2(220, 0),
+        frac, ImVec2(220 * em(), 0),
         (format_bytes(k.vmem.total_bytes) + " / " + format_bytes(k.vmem_limit_bytes)).c_str());
     ImGui::SameLine();
     ImGui::Text("VMEM %s", k.name.c_str());
@@ -108,7 +109,7 @@ void step_totals(const Outcome& o) {
   ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
               s.step_time_s, s.tokens_per_s_per_chip, s.tflops_per_s_per_chip, 100 * s.mfu);
   ImGui::ProgressBar(
-      static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300, 0),
+      static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300 * em(), 0),
       ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
           .c_str());
   ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
@@ -186,7 +187,7 @@ bool step_panel(const std::string& file, const Outcome& o,
   const std::string preview =
       step_build ? kernels::gdn::name(*step_build) : std::string("(as in the file)");
   bool changed = false;
-  ImGui::SetNextItemWidth(200);
+  ImGui::SetNextItemWidth(200 * em());
   if (ImGui::BeginCombo("GDN build of the step", preview.c_str())) {
     if (ImGui::Selectable("(as in the file)", !step_build)) {
       step_build.reset();

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "gui/em.h"
 #include "gui/panels.h"
 #include "gui/worker.h"
 
@@ -134,13 +135,23 @@ struct Session {
     }
     return true;
   }
+  // Ctrl+= and Ctrl+- grow and shrink every text and lane (GLFW's key codes for them are ASCII).
+  static void font_keys() {
+    ImGuiIO& io = ImGui::GetIO();
+    if (!io.KeyCtrl || io.WantTextInput) return;
+    if (ImGui::IsKeyPressed('=')) io.FontGlobalScale = std::min(4.0f, io.FontGlobalScale * 1.25f);
+    if (ImGui::IsKeyPressed('-')) io.FontGlobalScale = std::max(0.5f, io.FontGlobalScale / 1.25f);
+  }
+
   // The panels: knobs and totals on top, the timelines below.
   void draw() {
+    font_keys();
+    // The layout follows the window's size and the font's (--font-scale, Ctrl+= and Ctrl+-).
     ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImVec2(static_cast<float>(kWidth), static_cast<float>(kHeight)));
+    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
     ImGui::Begin("tpusim", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove);
-    ImGui::BeginChild("knobs", ImVec2(330, kTopPanelHeight), true);
+    ImGui::BeginChild("knobs", ImVec2(330 * em(), kTopPanelHeight * em()), true);
     ImGui::TextUnformatted("scenario and knobs");
     if (ImGui::Button("open scenario...")) ImGui::OpenPopup("open scenario");
     if (open_scenario_popup(browse_dir, o.scenario)) submit_step();
@@ -148,7 +159,7 @@ struct Session {
     ImGui::Text(worker.busy() ? "simulating..." : "ready");
     ImGui::EndChild();
     ImGui::SameLine();
-    ImGui::BeginChild("totals", ImVec2(0, kTopPanelHeight), true);
+    ImGui::BeginChild("totals", ImVec2(0, kTopPanelHeight * em()), true);
     run_panel(shown);
     if ((step_shown.scenario || !o.scenario.empty()) &&
         step_panel(o.scenario, step_shown, o.step_build))
@@ -166,6 +177,7 @@ struct Session {
 int run_window(WindowOptions options) {
   GLFWwindow* window = open_window();
   if (!window) return 2;
+  ImGui::GetIO().FontGlobalScale = options.font_scale;
   Session s{std::move(options)};
   s.submit_knobs();
   if (!s.o.scenario.empty()) s.submit_step();

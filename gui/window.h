@@ -19,6 +19,7 @@ struct WindowOptions {
   std::string screenshot;                         // render one frame to this PNG and return
   std::vector<double> window_us;                  // initial timeline window FROM TO
   std::vector<ScriptStep> script;                 // --script: played headless, then exit
+  float font_scale = 1;                           // every text and lane (Ctrl+= / Ctrl+-)
 };
 
 // Returns the process exit code (2 when no window could be opened or the PNG not written).

@@ -348,6 +348,27 @@ TEST(Gui, ClickingPerStageOpensTheDifferenceTable) {
             light_pixels(closed, 360, 70, 1000, 330) + 3000);
 }
 
+// --font-scale grows the text and the lanes with it: the program lane's box is half as tall again.
+TEST(Gui, FontScaleGrowsTheLanes) {
+  auto item_pixels = [](const Png& p) {
+    int n = 0;
+    for (int y = 300; y < p.h; ++y)
+      for (int x = 100; x < 1590; ++x) {
+        const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
+        n += c[0] == 90 && c[1] == 115 && c[2] == 160;
+      }
+    return n;
+  };
+  int status = -1;
+  const Png normal = screenshot("--kernel gdn-scan-fwd", &status);
+  ASSERT_EQ(status, 0) << normal.log;
+  const Png large = screenshot("--kernel gdn-scan-fwd --font-scale 1.5", &status);
+  ASSERT_EQ(status, 0) << large.log;
+  const double ratio = static_cast<double>(item_pixels(large)) / item_pixels(normal);
+  EXPECT_GT(ratio, 1.3);  // 24 px of box height against 16, over a plot a little narrower
+  EXPECT_LT(ratio, 1.6);
+}
+
 TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
   const fs::path dir = fs::temp_directory_path() / "tpusim_gui_bad_script";
   fs::remove_all(dir);
