@@ -25,6 +25,18 @@ int catalog_index(const std::string& name) {
   return static_cast<int>(&kernels::find_kernel(name) - kernels::catalog().data());
 }
 
+// How the window shows things: its first timeline window, its font, and the headless modes.
+void add_view_options(CLI::App& app, gui::WindowOptions& w, std::string& script) {
+  app.add_option("--screenshot", w.screenshot, "render one frame to this PNG and exit");
+  app.add_option("--script", script,
+                 "play input steps from FILE headless, then exit (gui/script.h)");
+  app.add_option("--font-scale", w.font_scale, "text and lane size (also Ctrl+= and Ctrl+-)")
+      ->check(CLI::Range(0.5, 4.0))
+      ->capture_default_str();
+  app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
+      ->expected(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,9 +47,6 @@ int main(int argc, char** argv) {
   app.add_option("file", w.scenario,
                  "a scenario YAML (training-step breakdown), or a program exported from JAX "
                  "(python -m tpusim_jax export), shown as the kernel");
-  app.add_option("--screenshot", w.screenshot, "render one frame to this PNG and exit");
-  app.add_option("--script", script,
-                 "play input steps from FILE headless, then exit (gui/script.h)");
   app.add_option("--kernel", kernel, "the kernel shown (any of `tpusim kernel --help`)")
       ->capture_default_str();
   app.add_option("--chip", w.knobs.chip, "chip name or chip YAML file")->capture_default_str();
@@ -49,11 +58,7 @@ int main(int argc, char** argv) {
   app.add_option("--step-build", step_build,
                  "run the scenario's GDN layers in this build instead of the file's")
       ->check(builds);
-  app.add_option("--font-scale", w.font_scale, "text and lane size (also Ctrl+= and Ctrl+-)")
-      ->check(CLI::Range(0.5, 4.0))
-      ->capture_default_str();
-  app.add_option("--window-us", w.window_us, "initial timeline window FROM TO (microseconds)")
-      ->expected(2);
+  add_view_options(app, w, script);
   SimFlags sim_flags;
   add_sim_flags(app, sim_flags,
                 "draw every grid step (by default spans that repeat the steps before them are "
