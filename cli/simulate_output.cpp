@@ -10,6 +10,7 @@
 #include "app/plots.h"
 #include "app/report.h"
 #include "app/timeline_svg.h"
+#include "app/why_slow.h"
 
 namespace tpusim::cli {
 
@@ -38,6 +39,7 @@ void Outputs::add_to(CLI::App* cmd) {
                   "write the op profile (ops by time, FLOP/s, HBM bandwidth, intensity, bound) "
                   "to FILE: .csv, .json or text ('-': print it)");
   cmd->add_option("--roofline", roofline, "write the ops on the chip's roofline (SVG) to FILE");
+  cmd->add_flag("--why", why, "say why the run takes its time: stalls, heaviest kernels, remedy");
 }
 
 void Outputs::stage_profile(const RunResult& r, const ChipSpec& chip, const std::string& title,
@@ -76,6 +78,8 @@ RunResult run_and_report(const ChipSpec& chip, const Program& program, const nlo
   files.commit();
   summary << summary_text(r, chip);
   if (program.items.size() > 1) summary << live_buffers_text(program, hbm_liveness(program));
+  if (out.why)
+    for (const std::string& line : why_slow(r, chip)) summary << "why: " << line << "\n";
   return r;
 }
 

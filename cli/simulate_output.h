@@ -1,5 +1,6 @@
 // What a simulating command writes besides its summary: --json, --trace, --svg (with
-// --window-us), the op profile (--profile, app/op_profile.h) and its roofline (--roofline),
+// --window-us), the op profile (--profile, app/op_profile.h) and its roofline (--roofline), and
+// with --why the summary of why the run takes its time (app/why_slow.h),
 // staged and committed together so a failure leaves no partial files.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@ namespace tpusim::cli {
 struct Outputs {
   std::string json, trace, svg, profile, roofline;
   std::vector<double> window_us;
+  bool why = false;  // print why_slow's lines after the summary (app/why_slow.h)
   void add_to(CLI::App* cmd);
   bool timeline() const { return !trace.empty() || !svg.empty(); }
   // Stages the op profile and the roofline of `r` where asked ('-' prints the profile).

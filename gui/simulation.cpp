@@ -1,6 +1,7 @@
 #include "gui/simulation.h"
 
 #include "app/scenario.h"
+#include "app/why_slow.h"
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
@@ -42,6 +43,7 @@ Outcome simulate_knobs(const Knobs& k) {
     o.peak_flops = chip.peak_bf16_flops;
     o.what = k.main.label();
     o.run = simulate_one(chip, k.main);
+    o.why = why_slow(o.run->run, chip);
     if (k.compare) o.compare = simulate_one(chip, *k.compare);
   } catch (const std::exception& e) {
     o.error = e.what();

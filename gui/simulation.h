@@ -51,6 +51,7 @@ struct Outcome {
   std::vector<BatchSplit> batch;          // each part's batch-independent and per-sample time
   int64_t batch_per_chip = 0;
   std::string error, what;
+  std::vector<std::string> why;  // why the shown run takes its time (app/why_slow.h)
   double peak_flops = 0;
   bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
 };

@@ -170,6 +170,10 @@ void run_panel(const Outcome& o) {
                 c.time_s / r.time_s);
   }
   if (o.compare) stage_difference_table(r, o.compare->run);
+  if (!o.why.empty() && ImGui::TreeNode("why is this slow?")) {
+    for (const std::string& line : o.why) ImGui::TextWrapped("- %s", line.c_str());
+    ImGui::TreePop();
+  }
   stall_bar(r);
   std::string busy = "utilisation:";
   for (size_t u = 0; u < r.units.size(); ++u)
