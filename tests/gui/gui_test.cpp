@@ -27,6 +27,17 @@ struct Png {
   std::string log;  // what the GUI printed
 };
 
+Png load_png(const fs::path& file) {
+  Png p;
+  int n = 0;
+  unsigned char* data = stbi_load(file.string().c_str(), &p.w, &p.h, &n, 3);
+  if (data) {
+    p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
+    stbi_image_free(data);
+  }
+  return p;
+}
+
 Png screenshot(const std::string& args, int* status) {
   const fs::path dir =
       fs::temp_directory_path() /
@@ -45,13 +56,7 @@ Png screenshot(const std::string& args, int* status) {
                   TPUSIM_GUI, args, out.string(), log_file.string());
   const int raw = std::system(cmd.c_str());
   *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  Png p;
-  int n = 0;
-  unsigned char* data = stbi_load(out.string().c_str(), &p.w, &p.h, &n, 3);
-  if (data) {
-    p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
-    stbi_image_free(data);
-  }
+  Png p = load_png(out);
   std::ifstream log(log_file);
   p.log.assign(std::istreambuf_iterator<char>(log), {});
   return p;
@@ -61,25 +66,41 @@ Png screenshot(const std::string& args, int* status) {
 // text are grey. 10,000 is about one lane drawn across the plot (1,460 x 7 px); an empty timeline
 // stays below 1,000 (ImpossibleKnobIsAnErrorInTheWindow).
 constexpr int kDrawn = 10000;
-int coloured_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+
+// Pixels of [x0, x1) x [y0, y1) whose colour passes `test(r, g, b)`.
+template <typename Test>
+int count_pixels(const Png& p, int x0, int y0, int x1, int y1, Test test) {
   int n = 0;
-  for (int y = y0; y < y1; ++y)
-    for (int x = x0; x < x1; ++x) {
+  for (int y = y0; y < std::min(y1, p.h); ++y)
+    for (int x = x0; x < std::min(x1, p.w); ++x) {
       const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-      if (std::max({c[0], c[1], c[2]}) - std::min({c[0], c[1], c[2]}) > 40) ++n;
+      n += test(c[0], c[1], c[2]);
     }
   return n;
 }
 
+int coloured_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  return count_pixels(p, x0, y0, x1, y1, [](int r, int g, int b) {
+    return std::max({r, g, b}) - std::min({r, g, b}) > 40;
+  });
+}
+
 // Pixels of the error text's red.
 int red_pixels(const Png& p, int x0, int y0, int x1, int y1) {
-  int red = 0;
-  for (int y = y0; y < y1; ++y)
-    for (int x = x0; x < x1; ++x) {
-      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-      red += c[0] > 200 && c[1] < 140 && c[2] < 140;
-    }
-  return red;
+  return count_pixels(p, x0, y0, x1, y1,
+                      [](int r, int g, int b) { return r > 200 && g < 140 && b < 140; });
+}
+
+// Light text pixels (a tooltip's, a table's).
+int light_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  return count_pixels(p, x0, y0, x1, y1,
+                      [](int r, int g, int b) { return r > 180 && g > 180 && b > 180; });
+}
+
+// Pixels of the program lane's first item colour.
+int item_pixels(const Png& p, int x0, int y0, int x1, int y1) {
+  return count_pixels(p, x0, y0, x1, y1,
+                      [](int r, int g, int b) { return r == 90 && g == 115 && b == 160; });
 }
 
 TEST(Gui, HeadlessScreenshotDrawsTheTimeline) {
@@ -231,17 +252,6 @@ TEST(Gui, ImportedProgramIsShownAsTheKernel) {
   EXPECT_LT(red_pixels(p, 340, 10, 1590, 28), 100);
 }
 
-Png load_png(const fs::path& file) {
-  Png p;
-  int n = 0;
-  unsigned char* data = stbi_load(file.string().c_str(), &p.w, &p.h, &n, 3);
-  if (data) {
-    p.px.assign(data, data + static_cast<size_t>(p.w) * p.h * 3);
-    stbi_image_free(data);
-  }
-  return p;
-}
-
 // Plays `steps` (gui/script.h) with `args`; the screenshot steps name shotN.png in `dir`.
 int play(const fs::path& dir, const std::string& steps, const std::string& args, std::string* log) {
   fs::create_directories(dir);
@@ -264,17 +274,6 @@ bool same_timeline(const Png& a, const Png& b) {
     if (!std::equal(a.px.begin() + y * row, a.px.begin() + (y + 1) * row, b.px.begin() + y * row))
       return false;
   return true;
-}
-
-// Light text pixels (a tooltip's) in a region.
-int light_pixels(const Png& p, int x0, int y0, int x1, int y1) {
-  int n = 0;
-  for (int y = y0; y < y1; ++y)
-    for (int x = x0; x < x1; ++x) {
-      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-      n += c[0] > 180 && c[1] > 180 && c[2] > 180;
-    }
-  return n;
 }
 
 // Perfetto's keys over the timeline: W zooms in at the cursor, A and D pan by a fifth and undo
@@ -322,13 +321,8 @@ TEST(Gui, TheProgramLaneDrawsEachItemAsABox) {
   int status = -1;
   const Png p = screenshot("--kernel gdn-scan-fwd", &status);
   ASSERT_EQ(status, 0) << p.log;
-  int item_pixels = 0;
-  for (int y = 360; y < 430; ++y)
-    for (int x = 100; x < 1590; ++x) {
-      const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-      item_pixels += c[0] == 90 && c[1] == 115 && c[2] == 160;
-    }
-  EXPECT_GT(item_pixels, 15000);  // about 1,200 px of the plot's width x 16 px
+  EXPECT_GT(item_pixels(p, 100, 360, 1590, 430),
+            15000);  // about 1,200 px of the plot's width x 16 px
 }
 
 // Comparing the scan build with the heads build, each with its own tiles: clicking "per stage"
@@ -350,21 +344,13 @@ TEST(Gui, ClickingPerStageOpensTheDifferenceTable) {
 
 // --font-scale grows the text and the lanes with it: the program lane's box is half as tall again.
 TEST(Gui, FontScaleGrowsTheLanes) {
-  auto item_pixels = [](const Png& p) {
-    int n = 0;
-    for (int y = 300; y < p.h; ++y)
-      for (int x = 100; x < 1590; ++x) {
-        const unsigned char* c = &p.px[(static_cast<size_t>(y) * p.w + x) * 3];
-        n += c[0] == 90 && c[1] == 115 && c[2] == 160;
-      }
-    return n;
-  };
   int status = -1;
   const Png normal = screenshot("--kernel gdn-scan-fwd", &status);
   ASSERT_EQ(status, 0) << normal.log;
   const Png large = screenshot("--kernel gdn-scan-fwd --font-scale 1.5", &status);
   ASSERT_EQ(status, 0) << large.log;
-  const double ratio = static_cast<double>(item_pixels(large)) / item_pixels(normal);
+  const double ratio = static_cast<double>(item_pixels(large, 100, 300, 1590, 1000)) /
+                       item_pixels(normal, 100, 300, 1590, 1000);
   EXPECT_GT(ratio, 1.3);  // 24 px of box height against 16, over a plot a little narrower
   EXPECT_LT(ratio, 1.6);
 }
