@@ -1,10 +1,12 @@
 // `tpusim import profile` and `tpusim compare`: a measured profile (jax.profiler's Perfetto trace)
-// summarised, and matched per op to the compiled program simulated (docs/profiles.md).
+// summarised, and matched per op to the compiled program simulated (docs/profiles.md);
+// `tpusim import maxtext-log`: a scenario's measured block from a MaxText training log.
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "app/hlo_import.h"
+#include "app/maxtext_log.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
 #include "app/report.h"
@@ -14,12 +16,27 @@
 
 namespace tpusim::cli {
 
+namespace {
+
+// `import maxtext-log LOG`: the scenario's measured block from a MaxText training log.
+void import_maxtext_log(const std::string& log_file, int skip, const std::string& out) {
+  const std::string block = measured_block(read_maxtext_log(log_file), skip);
+  OutputFiles files;
+  if (!out.empty()) files.stage(out, block);
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  if (out.empty()) summary << block;
+}
+
+}  // namespace
+
 Command import_command(CLI::App& app) {
   struct Args {
-    std::string path, json;
+    std::string path, json, log, out;
+    int skip = 2;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* c = app.add_subcommand("import", "read what a measured run left: a profile");
+  CLI::App* c = app.add_subcommand("import", "read what a measured run left: a profile, a log");
   c->require_subcommand(1);
   CLI::App* profile = c->add_subcommand(
       "profile",
@@ -27,7 +44,18 @@ Command import_command(CLI::App& app) {
       "steps, modules and ops with their count and time");
   profile->add_option("path", a->path, "the profile file")->required();
   profile->add_option("--json", a->json, "write the summary as JSON to FILE");
-  return {c, [a] {
+  CLI::App* log = c->add_subcommand(
+      "maxtext-log",
+      "a scenario's measured block from a MaxText training log: the median of its steady-state "
+      "steps (seconds, Tokens/s/device, TFLOP/s/device)");
+  log->add_option("log", a->log, "the training log (MaxText's 'completed step: ...' lines)")
+      ->required();
+  log->add_option("--skip", a->skip, "leave out the first N steps as warm-up (compilation)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  log->add_option("-o,--output", a->out, "write the block to FILE (default: print it)");
+  return {c, [a, log] {
+            if (log->parsed()) return import_maxtext_log(a->log, a->skip, a->out);
             const Profile p = load_profile(a->path);
             const nlohmann::json j = profile_summary_json(p);
             OutputFiles files;
