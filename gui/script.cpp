@@ -23,6 +23,7 @@ const std::map<std::string, std::pair<ScriptStep::Kind, int>> kSteps = {
     {"drag", {ScriptStep::Kind::drag, 4}},
     {"wheel", {ScriptStep::Kind::wheel, 1}},
     {"key", {ScriptStep::Kind::key, 0}},
+    {"type", {ScriptStep::Kind::type, 0}},
     {"wait", {ScriptStep::Kind::wait, 1}},
     {"screenshot", {ScriptStep::Kind::screenshot, 0}}};
 
@@ -30,6 +31,7 @@ int frames_of(const ScriptStep& s) {
   switch (s.kind) {
     case ScriptStep::Kind::click:
     case ScriptStep::Kind::key:
+    case ScriptStep::Kind::type:
       return 3;  // press, release, one more to draw the result
     case ScriptStep::Kind::drag:
       return kDragFrames + 2;
@@ -60,7 +62,7 @@ std::vector<ScriptStep> load_script(const std::string& file) {
     if (known == kSteps.end())
       throw Error(
           fmt::format("{}:{}: unknown step '{}' (known: click, drag, key, move, "
-                      "screenshot, wait, wheel)",
+                      "screenshot, type, wait, wheel)",
                       file, line, verb));
     ScriptStep s{.kind = known->second.first, .line = line};
     for (float x; static_cast<int>(s.numbers.size()) < known->second.second && words >> x;)
@@ -73,7 +75,9 @@ std::vector<ScriptStep> load_script(const std::string& file) {
       throw Error(fmt::format("{}:{}: '{}' takes {}", file, line, verb,
                               known->second.second > 0
                                   ? fmt::format("{} numbers", known->second.second)
-                                  : std::string(verb == "key" ? "a letter or digit" : "a path")));
+                                  : std::string(verb == "key"    ? "a letter or digit"
+                                                : verb == "type" ? "a text"
+                                                                 : "a path")));
     if (s.kind == ScriptStep::Kind::key &&
         (s.text.size() != 1 || !std::isalnum(static_cast<unsigned char>(s.text[0]))))
       throw Error(fmt::format("{}:{}: key '{}': expected a letter or digit", file, line, s.text));
@@ -111,6 +115,11 @@ void ScriptPlayer::before_frame(ImGuiIO& io) {
       break;
     case ScriptStep::Kind::key:
       io.KeysDown[key_index(s.text)] = frame_ == 0;
+      break;
+    case ScriptStep::Kind::type:
+      if (frame_ == 0)
+        for (char c : s.text) io.AddInputCharacter(static_cast<unsigned char>(c));
+      io.KeysDown[io.KeyMap[ImGuiKey_Enter]] = frame_ == 1;
       break;
     case ScriptStep::Kind::screenshot:
       shot_ = s.text;

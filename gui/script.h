@@ -6,6 +6,7 @@
 //   drag X0 Y0 X1 Y1  press at (X0, Y0), move to (X1, Y1) over a few frames, release
 //   wheel N           turn the wheel N notches (positive: zoom in)
 //   key K             press and release a key: a letter or digit
+//   type TEXT         type TEXT (no spaces) into the focused field, then press Enter
 //   wait N            draw N frames
 //   screenshot PATH   write the next frame as PNG
 //
@@ -20,9 +21,9 @@
 namespace tpusim::gui {
 
 struct ScriptStep {
-  enum class Kind { move, click, drag, wheel, key, wait, screenshot } kind = Kind::wait;
+  enum class Kind { move, click, drag, wheel, key, type, wait, screenshot } kind = Kind::wait;
   std::vector<float> numbers;
-  std::string text;  // the key, or the screenshot's path
+  std::string text;  // the key, the text typed, or the screenshot's path
   int line = 0;
 };
 

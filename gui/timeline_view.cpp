@@ -135,6 +135,34 @@ void ruler(ImDrawList* dl, const RunResult& r, const Frame& f, float height) {
   }
 }
 
+// Which of the run's labels contain `find`, ignoring case (empty when nothing is searched).
+std::vector<bool> matching_labels(const RunResult& r, const char* find) {
+  std::vector<bool> match;
+  if (!find[0]) return match;
+  std::string want(find);
+  std::transform(want.begin(), want.end(), want.begin(), ::tolower);
+  for (std::string label : r.labels) {
+    std::transform(label.begin(), label.end(), label.begin(), ::tolower);
+    match.push_back(label.find(want) != std::string::npos);
+  }
+  return match;
+}
+
+// Centres the view on the first match that starts after the view's centre (wrapping around).
+void centre_on_next(const RunResult& r, const std::vector<bool>& match, TimelineState& st) {
+  const int64_t span = st.to - st.from, centre = st.from + span / 2;
+  const TimelineEvent *after = nullptr, *first = nullptr;  // events are kept per unit, not sorted
+  for (const TimelineEvent& e : r.events) {
+    if (!match[e.label]) continue;
+    if (!first || e.start < first->start) first = &e;
+    if (e.start > centre && (!after || e.start < after->start)) after = &e;
+  }
+  const TimelineEvent* next = after ? after : first;
+  if (!next) return;
+  st.from = next->start - span / 2;
+  st.to = st.from + span;
+}
+
 // The event under the mouse: binary search in the hovered lane only.
 const TimelineEvent* hovered_event(const RunResult& r, const TimelineLanes& lanes, const Frame& f) {
   const ImVec2 m = ImGui::GetIO().MousePos;
@@ -221,6 +249,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   f.from = st.from;
   f.span = std::max<int64_t>(1, st.to - st.from);
   zoom_and_pan(r, f, hovered, st);
+  if (st.find_next && st.find[0]) centre_on_next(r, matching_labels(r, st.find), st);
   f.from = st.from;
   f.span = std::max<int64_t>(1, st.to - st.from);
 
@@ -233,11 +262,13 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
                 r.units[lanes.unit_of[lane]].name.c_str());
   const int64_t pixel =
       std::max<int64_t>(1, f.span / static_cast<int64_t>(std::max(1.0f, f.plot_w)));
+  const std::vector<bool> match = matching_labels(r, st.find);
   for_each_box(r, lanes, st.from, st.to, pixel, [&](const TimelineBox& b) {
     const TimelineEvent& e = *b.first;
-    const ImU32 colour = st.selected_step >= 0 && e.step == st.selected_step
-                             ? IM_COL32(255, 255, 255, 255)
-                             : im_colour(event_colour(r, e));
+    ImU32 colour = st.selected_step >= 0 && e.step == st.selected_step
+                       ? IM_COL32(255, 255, 255, 255)
+                       : im_colour(event_colour(r, e));
+    if (!match.empty() && !match[e.label]) colour = IM_COL32(55, 55, 60, 255);  // not found
     const float y = f.lane_y(b.lane);
     const float x0 = std::max(f.x_of(b.start), f.origin.x + label_width()),
                 x1 = std::min(f.x_of(b.end), f.origin.x + f.width);

@@ -18,6 +18,8 @@ struct TimelineState {
   int64_t from = 0, to = 0;  // visible cycles; to <= from: fit `fit_cycles` (or the whole run)
   int64_t fit_cycles = 0;    // e.g. the longer of two compared runs, so both share one axis
   int64_t selected_step = -1;
+  char find[64] = {};      // ops whose label contains it (any case) stay bright, others dim
+  bool find_next = false;  // centre the view on the next match after the view's centre
 };
 
 ImU32 im_colour(Rgb c);

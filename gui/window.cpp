@@ -75,6 +75,12 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
       "%zu events, drawn in "
       "%.1f ms",
       events, last_draw_ms);
+  ImGui::SetNextItemWidth(240 * em());
+  const bool entered =
+      ImGui::InputTextWithHint("##find", "find ops by name (e.g. dot)", tl.find, sizeof tl.find,
+                               ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  tl.find_next = ImGui::Button("next") || entered;
   if (!shown.run) return last_draw_ms;
   const auto t0 = std::chrono::steady_clock::now();
   if (shown.compare) ImGui::TextUnformatted(shown.run->what.c_str());
@@ -131,7 +137,9 @@ struct Session {
                      step_shown.step->step_time_s);
     } else {
       shown = std::move(*result);
+      const TimelineState before = tl;
       tl = view_of(shown, o.window_us);
+      std::copy(std::begin(before.find), std::end(before.find), tl.find);  // the search stays
     }
     return true;
   }

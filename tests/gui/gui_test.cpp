@@ -296,7 +296,7 @@ screenshot shot2.png
 key R
 move 5 995
 screenshot shot3.png
-move 800 600
+move 800 421
 wait 2
 screenshot shot4.png
 )",
@@ -308,11 +308,11 @@ screenshot shot4.png
   EXPECT_FALSE(same_timeline(shots[0], shots[1]));  // zoomed
   EXPECT_TRUE(same_timeline(shots[1], shots[2]));   // A then D: where it was
   EXPECT_TRUE(same_timeline(shots[0], shots[3]));   // R: the whole run, as at the start
-  // The mouse over the DMA lanes shows a tooltip below-right of it: hundreds of light text
-  // pixels there that the same frame without the mouse does not have.
+  // The mouse over the program lane shows the kernel call's tooltip below-right of it: light
+  // text pixels there that the same frame without the mouse does not have.
   EXPECT_GT(
-      light_pixels(shots[4], 820, 600, 1200, 760) - light_pixels(shots[3], 820, 600, 1200, 760),
-      500);
+      light_pixels(shots[4], 820, 430, 1300, 520) - light_pixels(shots[3], 820, 430, 1300, 520),
+      300);
 }
 
 // The program's items get a lane of their own above the units: the kernel call is one box, in
@@ -353,6 +353,28 @@ TEST(Gui, FontScaleGrowsTheLanes) {
                        item_pixels(normal, 100, 300, 1590, 1000);
   EXPECT_GT(ratio, 1.3);  // 24 px of box height against 16, over a plot a little narrower
   EXPECT_LT(ratio, 1.6);
+}
+
+// Finding ops by name: typing "fetch" in the find field leaves the DMA fetches coloured and dims
+// the MXU's products; Enter centres the view on the next fetch.
+TEST(Gui, FindDimsWhatDoesNotMatch) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_find";
+  fs::remove_all(dir);
+  std::string log;
+  ASSERT_EQ(
+      play(dir, "screenshot all.png\nclick 120 377\ntype fetch\nwait 3\nscreenshot found.png\n",
+           "--kernel gdn-scan-fwd --window-us 300 306", &log),
+      0)
+      << log;
+  const Png all = load_png(dir / "all.png"), found = load_png(dir / "found.png");
+  ASSERT_EQ(found.w, 1600);
+  const int mxu_lanes[] = {110, 480, 1590, 545}, dma_lanes[] = {110, 600, 1590, 665};
+  auto coloured = [](const Png& p, const int(&r)[4]) {
+    return coloured_pixels(p, r[0], r[1], r[2], r[3]);
+  };
+  EXPECT_GT(coloured(all, mxu_lanes), 2000);
+  EXPECT_LT(coloured(found, mxu_lanes), 100);
+  EXPECT_GT(coloured(found, dma_lanes), 2000);
 }
 
 TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
