@@ -122,18 +122,26 @@ void check_slice_size(const YamlMap& top, const std::string& chip_name, const Ch
                                   chips, chip_name, per_host));
 }
 
+// A chip or model named by a relative .yaml path is found beside the scenario file (as a
+// sweep's base is); a bare name in models/.
+std::string beside(const Scenario& s, const std::string& name_or_path) {
+  const fs::path p(name_or_path);
+  if (p.extension() != ".yaml" || p.is_absolute()) return name_or_path;
+  return (fs::path(s.file).parent_path() / p).lexically_normal().string();
+}
+
 // chip, model, slice and mesh.
 void load_hardware(const YamlMap& top, Scenario& s) {
   StepConfig& c = s.step;
   s.chip_name = top.string("chip");
   try {
-    c.chip = load_chip(s.chip_name);
+    c.chip = load_chip(beside(s, s.chip_name));
   } catch (const Error& e) {
     top.fail("chip", e.what());
   }
   s.model_name = top.string("model");
   try {
-    c.model = load_model(s.model_name);
+    c.model = load_model(beside(s, s.model_name));
   } catch (const Error& e) {
     top.fail("model", e.what());
   }

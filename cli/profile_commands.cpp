@@ -2,19 +2,26 @@
 // summarised, and matched per op to the compiled program simulated (docs/profiles.md);
 // `tpusim import maxtext-log`: a scenario's measured block from a MaxText training log.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "app/hlo_import.h"
+#include "app/maxtext_config.h"
 #include "app/maxtext_log.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
 #include "app/report.h"
+#include "app/scenario.h"
 #include "cli/commands.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim::cli {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -28,11 +35,56 @@ void import_maxtext_log(const std::string& log_file, int skip, const std::string
   if (out.empty()) summary << block;
 }
 
+// `import maxtext [MODEL.yml] KEY=VALUE ... -o SCENARIO.yaml`: a scenario (and its model beside
+// it) from a MaxText model config and command line; checked by loading it, and removed again if
+// it does not load.
+void import_maxtext_run(const std::vector<std::string>& args, const std::string& out) {
+  std::string model_file;
+  std::vector<std::string> overrides;
+  for (const std::string& a : args) {  // the model config first, if any: it has no '='
+    if (model_file.empty() && overrides.empty() && a.find('=') == std::string::npos)
+      model_file = a;
+    else
+      overrides.push_back(a);
+  }
+  const fs::path scenario(out);
+  const std::string stem = scenario.stem().string();
+  const std::string model_name = stem + ".model.yaml";
+  const MaxTextImport r = import_maxtext(model_file, overrides, stem, model_name);
+  std::string header;
+  for (const std::string& k : r.defaults) header += "# default: " + k + "\n";
+  for (const std::string& k : r.not_modelled) header += "# not modelled: " + k + "\n";
+  // Loaded from a scratch copy first: a scenario that does not load is never written.
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("tpusim_import_{}", getpid());
+  fs::create_directories(scratch);
+  std::ofstream(scratch / scenario.filename()) << header + r.scenario;
+  if (!r.model.empty()) std::ofstream(scratch / model_name) << r.model;
+  const std::string copy = (scratch / scenario.filename()).string();
+  try {
+    load_scenario(copy);
+  } catch (const Error& e) {
+    fs::remove_all(scratch);
+    std::string what = e.what();  // named as the file it would have been
+    for (size_t at; (at = what.find(copy)) != std::string::npos;)
+      what.replace(at, copy.size(), out);
+    throw Error(what);
+  }
+  fs::remove_all(scratch);
+  OutputFiles files;
+  files.stage(out, header + r.scenario);
+  if (!r.model.empty()) files.stage((scenario.parent_path() / model_name).string(), r.model);
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  for (const std::string& k : r.defaults) summary << "default: " << k << "\n";
+  for (const std::string& k : r.not_modelled) summary << "not modelled: " << k << "\n";
+}
+
 }  // namespace
 
 Command import_command(CLI::App& app) {
   struct Args {
-    std::string path, json, log, out;
+    std::string path, json, log, out, run_out;
+    std::vector<std::string> run_args;
     int skip = 2;
   };
   auto a = std::make_shared<Args>();
@@ -54,8 +106,17 @@ Command import_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   log->add_option("-o,--output", a->out, "write the block to FILE (default: print it)");
-  return {c, [a, log] {
+  CLI::App* run = c->add_subcommand(
+      "maxtext",
+      "a scenario from a MaxText model config and command line (MaxText's keys: base_emb_dim, "
+      "per_device_batch_size, max_target_length, remat_policy, ici_*_parallelism, "
+      "compile_topology, ...); keys tpusim does not model are listed");
+  run->add_option("args", a->run_args, "[MODEL.yml] KEY=VALUE ...")->required();
+  run->add_option("-o,--output", a->run_out, "the scenario to write (its model goes beside it)")
+      ->required();
+  return {c, [a, log, run] {
             if (log->parsed()) return import_maxtext_log(a->log, a->skip, a->out);
+            if (run->parsed()) return import_maxtext_run(a->run_args, a->run_out);
             const Profile p = load_profile(a->path);
             const nlohmann::json j = profile_summary_json(p);
             OutputFiles files;

@@ -38,14 +38,23 @@ std::vector<Example> examples() {
     const std::vector<std::string> lines =
         lines_of(std::string(std::istreambuf_iterator<char>(in), {}));
     for (size_t i = 0; i + 1 < lines.size(); ++i) {
-      if (lines[i].rfind("```", 0) != 0 || lines[i + 1].rfind("$ build/tpusim ", 0) != 0) continue;
-      Example ex{fs::relative(e.path(), TPUSIM_SOURCE_DIR).string(), lines[i + 1].substr(2),
-                 static_cast<int>(i + 2)};
+      // A block may be indented (inside a list item): its lines lose the fence's indentation.
+      const size_t indent = lines[i].find_first_not_of(' ');
+      auto unindented = [&](const std::string& l) {
+        return l.substr(std::min(indent, l.find_first_not_of(' ') == std::string::npos
+                                             ? l.size()
+                                             : l.find_first_not_of(' ')));
+      };
+      if (indent == std::string::npos || lines[i].compare(indent, 3, "```") != 0 ||
+          unindented(lines[i + 1]).rfind("$ build/tpusim ", 0) != 0)
+        continue;
+      Example ex{fs::relative(e.path(), TPUSIM_SOURCE_DIR).string(),
+                 unindented(lines[i + 1]).substr(2), static_cast<int>(i + 2)};
       // The command, without a trailing comment.
       if (const size_t hash = ex.command.find("  #"); hash != std::string::npos)
         ex.command.erase(ex.command.find_last_not_of(' ', hash) + 1);
-      for (i += 2; i < lines.size() && lines[i].rfind("```", 0) != 0; ++i)
-        ex.expected.push_back(lines[i]);
+      for (i += 2; i < lines.size() && unindented(lines[i]).rfind("```", 0) != 0; ++i)
+        ex.expected.push_back(unindented(lines[i]));
       out.push_back(ex);
     }
   }

@@ -1,0 +1,212 @@
+#include "app/maxtext_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "models/chip_loader.h"
+#include "models/workload/model_config.h"
+#include "models/yaml_errors.h"
+#include "sim/error.h"
+
+namespace tpusim {
+
+namespace {
+
+// The command line's overrides, in order; a repeated key keeps the last value, as MaxText does.
+std::map<std::string, std::string> parse_overrides(const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> kv;
+  for (const std::string& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error(fmt::format("'{}': expected KEY=VALUE, as MaxText's command line takes it", o));
+    kv[o.substr(0, eq)] = o.substr(eq + 1);
+  }
+  return kv;
+}
+
+int64_t integer(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size()) throw Error(fmt::format("{}={}: expected an integer", key, v));
+  return n;
+}
+
+// A count MaxText may write as a float (per_device_batch_size=2.0): whole numbers only.
+int64_t whole(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || x != std::floor(x) || x < 1 || x > 1e12)
+    throw Error(
+        fmt::format("{}={}: expected a whole number of at least 1 (tpusim runs whole "
+                    "samples and tokens per chip)",
+                    key, v));
+  return static_cast<int64_t>(x);
+}
+
+// MaxText 0.2.5's defaults (configs/base.yml) for what a run needs and its command line may leave
+// out.
+const std::vector<std::pair<std::string, std::string>> kDefaults = {
+    {"max_target_length", "2048"}, {"per_device_batch_size", "12"}, {"remat_policy", "full"}};
+
+// Model config keys tpusim reads, and what they become.
+const std::map<std::string, std::string> kModelKeys = {{"base_emb_dim", "d_model"},
+                                                       {"base_num_query_heads", "q_heads"},
+                                                       {"base_num_kv_heads", "kv_heads"},
+                                                       {"base_mlp_dim", "mlp_dim"},
+                                                       {"base_num_decoder_layers", "layers"},
+                                                       {"head_dim", "head_dim"},
+                                                       {"vocab_size", "vocab"}};
+
+struct Writer {
+  std::vector<std::string> not_modelled;
+  void skip(const std::string& key, const std::string& value, const std::string& why) {
+    not_modelled.push_back(fmt::format("{}={} ({})", key, value, why));
+  }
+};
+
+std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : YAML::Dump(n); }
+
+std::string model_yaml(const std::string& file, const std::string& name, Writer& w) {
+  const YAML::Node root = yaml_load_file(file);
+  if (!root.IsMap())
+    throw Error(fmt::format("{}: expected a MaxText model config (a mapping)", file));
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "source"
+      << YAML::Value << fmt::format("MaxText model config {} (tpusim import maxtext)", file);
+  std::set<std::string> seen;
+  for (const auto& kv : root) {
+    const std::string key = yaml_as<std::string>(file, kv.first, "", "a key");
+    if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
+      out << YAML::Key << it->second << YAML::Value
+          << yaml_as<int64_t>(file, kv.second, key, "an integer");
+      seen.insert(key);
+    } else if (key == "mlp_activations") {
+      std::vector<std::string> acts;
+      for (const auto& a : kv.second) acts.push_back(yaml_as<std::string>(file, a, key, "a name"));
+      const bool gated = acts.size() == 2 && acts[1] == "linear";
+      out << YAML::Key << "mlp" << YAML::Value << (gated ? "swiglu" : "gelu");
+      if (!gated && !(acts.size() == 1 && acts[0] == "gelu"))
+        w.skip(key, scalar_text(kv.second), "modelled as one GELU up projection");
+    } else if (key == "num_experts" && yaml_as<int64_t>(file, kv.second, key, "an integer") > 1) {
+      yaml_fail(file, kv.second, key, "mixture-of-experts layers are not modelled yet");
+    } else if (key == "inhomogeneous_layer_cycle_interval") {
+      out << YAML::Key << "full_attention_interval" << YAML::Value
+          << yaml_as<int64_t>(file, kv.second, key, "an integer");
+    } else {
+      w.skip(key, scalar_text(kv.second), "not modelled");
+    }
+  }
+  for (const auto& [key, ours] : kModelKeys)
+    if (!seen.count(key))
+      throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+// compile_topology=v5e-256: the chip and its chips (v5p and v4 name TensorCores, two per chip).
+std::pair<std::string, int64_t> topology(const std::string& t) {
+  const auto dash = t.rfind('-');
+  if (dash == std::string::npos)
+    throw Error(fmt::format("compile_topology={}: expected like v5e-256", t));
+  std::string chip = t.substr(0, dash);
+  if (chip == "v5litepod") chip = "v5e";
+  int64_t n = integer("compile_topology", t.substr(dash + 1));
+  if (chip == "v5p" || chip == "v4") n /= 2;
+  return {chip, n};
+}
+
+}  // namespace
+
+MaxTextImport import_maxtext(const std::string& model_file,
+                             const std::vector<std::string>& overrides, const std::string& name,
+                             const std::string& model_path) {
+  Writer w;
+  MaxTextImport r;
+  std::map<std::string, std::string> kv = parse_overrides(overrides);
+  for (const auto& [key, value] : kDefaults)
+    if (!kv.count(key)) {
+      kv[key] = value;
+      r.defaults.push_back(fmt::format("{}={} (MaxText's default)", key, value));
+    }
+  auto take = [&](const std::string& key) {
+    const auto it = kv.find(key);
+    if (it == kv.end()) return std::string();
+    std::string v = it->second;
+    kv.erase(it);
+    return v;
+  };
+  std::string model = take("model_name");
+  if (!model_file.empty()) {
+    r.model = model_yaml(model_file, model.empty() ? name : model, w);
+    model = model_path;
+  } else if (model.empty()) {
+    throw Error("no model: give a MaxText model config file or model_name=NAME of a tpusim model");
+  } else {
+    load_model(model);  // one of models/workloads, or the error lists them
+  }
+  const std::string topo = take("compile_topology");
+  if (topo.empty())
+    throw Error("compile_topology=CHIP-N is needed (e.g. v5e-256): the chip and the slice");
+  const auto [chip, chips] = topology(topo);
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
+  out << YAML::Key << "description" << YAML::Value
+      << fmt::format("imported from MaxText: {}{}", model_file.empty() ? "" : model_file + " ",
+                     fmt::join(overrides, " "));
+  out << YAML::Key << "chip" << YAML::Value << chip << YAML::Key << "chips" << YAML::Value << chips;
+  if (const std::string s = take("compile_topology_num_slices"); !s.empty())
+    out << YAML::Key << "slices" << YAML::Value << integer("compile_topology_num_slices", s);
+  if (const std::string d = take("dcn_data_parallelism"); !d.empty() && d != "1" && d != "-1")
+    w.skip("dcn_data_parallelism", d, "slices come from compile_topology_num_slices");
+  std::vector<std::pair<std::string, std::string>> mesh;
+  for (const auto& [maxtext, ours] :
+       std::vector<std::pair<std::string, std::string>>{{"ici_fsdp_parallelism", "fsdp"},
+                                                        {"ici_tensor_parallelism", "tensor"},
+                                                        {"ici_context_parallelism", "context"}})
+    if (const std::string v = take(maxtext); !v.empty() && v != "-1") mesh.push_back({ours, v});
+  if (!mesh.empty()) {
+    out << YAML::Key << "mesh" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [k, v] : mesh) out << YAML::Key << k << YAML::Value << integer(k, v);
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "model" << YAML::Value << model;
+  if (const std::string s = take("max_target_length"); !s.empty())
+    out << YAML::Key << "seq" << YAML::Value << whole("max_target_length", s);
+  if (const std::string b = take("per_device_batch_size"); !b.empty())
+    out << YAML::Key << "batch_per_chip" << YAML::Value << whole("per_device_batch_size", b);
+  if (const std::string p = take("remat_policy"); !p.empty())
+    out << YAML::Key << "remat" << YAML::Value << p;
+  if (const std::string q = take("quantization"); !q.empty()) {
+    if (q == "int8")
+      out << YAML::Key << "quantization" << YAML::Value << "int8";
+    else
+      w.skip("quantization", q, "only int8 (AQT) is modelled");
+  }
+  if (const std::string d = take("weight_dtype"); !d.empty()) {
+    if (d == "float32" || d == "bfloat16")
+      out << YAML::Key << "weight_dtype" << YAML::Value << (d == "float32" ? "f32" : "bf16");
+    else
+      w.skip("weight_dtype", d, "f32 or bf16 only");
+  }
+  out << YAML::EndMap;
+  for (const auto& [k, v] : kv) w.skip(k, v, "not modelled");
+  r.scenario = std::string(out.c_str()) + "\n";
+  r.not_modelled = w.not_modelled;
+  return r;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `tpusim import maxtext` on MaxText's own model configs, read from the pinned MaxText wheel
+# (.venv/wheels, scripts/setup.sh): Llama2-70B and GPT-3 175B as C5's runs were launched become
+# scenarios that load and run; Qwen3-Next (512 experts) is refused as a mixture of experts.
+# Usage: maxtext_import.sh TPUSIM SOURCE_DIR
+source "$(dirname "$0")/lib.sh" "$@"
+
+$py - "$dir" <<'PY'
+import sys, zipfile
+from tpusim_jax.maxtext_source import wheel_path
+with zipfile.ZipFile(wheel_path()) as z:
+    for name in ("llama2-70b", "gpt3-175b", "qwen3-next-80b-a3b"):
+        with open(f"{sys.argv[1]}/{name}.yml", "wb") as f:
+            f.write(z.read(f"maxtext/configs/models/{name}.yml"))
+PY
+
+# C5 #11's launch: Llama2-70B on v6e-256, batch 2, seq 4096, qkv_proj_offloaded.
+"$tpusim" import maxtext "$dir/llama2-70b.yml" per_device_batch_size=2 max_target_length=4096 \
+  remat_policy=qkv_proj_offloaded ici_fsdp_parallelism=-1 compile_topology=v6e-256 steps=20 \
+  -o "$dir/llama.yaml" >"$dir/log" 2>"$dir/err"
+grep -q "not modelled: steps=20 (not modelled)" "$dir/log"
+grep -q "^d_model: 8192$" "$dir/llama.model.yaml"
+grep -q "^mlp: swiglu$" "$dir/llama.model.yaml"
+out=$("$tpusim" run "$dir/llama.yaml")
+echo "$out" | head -2
+grep -q "on 256 x v6e (mesh data 1 fsdp 256 tensor 1), seq 4096, batch/chip 2" <<<"$out"
+
+# GPT-3 175B (GELU MLP) on v5p-128: 128 TensorCores are 64 chips.
+"$tpusim" import maxtext "$dir/gpt3-175b.yml" per_device_batch_size=1 max_target_length=2048 \
+  compile_topology=v5p-128 -o "$dir/gpt3.yaml" >"$dir/log" 2>"$dir/err"
+grep -q "^mlp: gelu$" "$dir/gpt3.model.yaml"
+grep -q "^chips: 64$" "$dir/gpt3.yaml"
+"$tpusim" run "$dir/gpt3.yaml" >/dev/null
+
+# A mixture of experts: one error line, nothing written.
+if "$tpusim" import maxtext "$dir/qwen3-next-80b-a3b.yml" compile_topology=v5e-256 \
+  -o "$dir/qwen.yaml" 2>"$dir/err"; then exit 1; fi
+[ "$(wc -l <"$dir/err")" -eq 1 ]
+grep -q "key 'num_experts': mixture-of-experts layers are not modelled yet" "$dir/err"
+[ ! -e "$dir/qwen.yaml" ] && [ ! -e "$dir/qwen.model.yaml" ]
+echo "maxtext_import: ok"
