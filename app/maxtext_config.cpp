@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "models/chip_loader.h"
@@ -28,33 +29,33 @@ std::map<std::string, std::string> parse_overrides(const std::vector<std::string
   return kv;
 }
 
-int64_t integer(const std::string& key, const std::string& v) {
+// A value of the command line as a number, or nothing when it is not one.
+std::optional<double> number(const std::string& v) {
   size_t used = 0;
-  int64_t n = 0;
   try {
-    n = std::stoll(v, &used);
+    const double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x)) return x;
   } catch (const std::exception&) {
-    used = 0;
   }
-  if (used != v.size()) throw Error(fmt::format("{}={}: expected an integer", key, v));
-  return n;
+  return std::nullopt;
+}
+
+int64_t integer(const std::string& key, const std::string& v) {
+  const std::optional<double> x = number(v);
+  if (!x || *x != std::floor(*x) || std::abs(*x) > 1e15)
+    throw Error(fmt::format("{}={}: expected an integer", key, v));
+  return static_cast<int64_t>(*x);
 }
 
 // A count MaxText may write as a float (per_device_batch_size=2.0): whole numbers only.
 int64_t whole(const std::string& key, const std::string& v) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || x != std::floor(x) || x < 1 || x > 1e12)
+  const std::optional<double> x = number(v);
+  if (!x || *x != std::floor(*x) || *x < 1 || *x > 1e12)
     throw Error(
         fmt::format("{}={}: expected a whole number of at least 1 (tpusim runs whole "
                     "samples and tokens per chip)",
                     key, v));
-  return static_cast<int64_t>(x);
+  return static_cast<int64_t>(*x);
 }
 
 // MaxText 0.2.5's defaults (configs/base.yml) for what a run needs and its command line may leave
