@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace tpusim {
 
@@ -10,14 +11,14 @@ namespace {
 
 // Values of `k` that are cast to bf16 as the head or the tail of a hand-made split: hi = bf16(x)
 // and lo = bf16(x - hi), hi possibly widened back to f32 before the subtraction.
-std::map<ValueId, bool> split_casts(const Kernel& k) {
+std::set<ValueId> split_casts(const Kernel& k) {
   std::map<ValueId, const Op*> made_by;
   for (const Op& op : k.body) made_by[op.output] = &op;
   auto widened_from = [&](ValueId v) {
     const auto it = made_by.find(v);
     return it != made_by.end() && it->second->kind == OpKind::cast ? it->second->inputs[0] : v;
   };
-  std::map<ValueId, bool> split;
+  std::set<ValueId> split;
   for (const Op& op : k.body) {
     if (op.kind != OpKind::elementwise || op.fn != EwFn::sub || op.inputs.size() != 2) continue;
     const ValueId x = op.inputs[0], hi = widened_from(op.inputs[1]);
@@ -27,8 +28,8 @@ std::map<ValueId, bool> split_casts(const Kernel& k) {
     for (const Op& tail : k.body)
       if (tail.kind == OpKind::cast && tail.inputs[0] == op.output &&
           k.values[tail.output].dtype == DType::bf16) {
-        split[hi] = true;
-        split[tail.output] = true;
+        split.insert(hi);
+        split.insert(tail.output);
       }
   }
   return split;
@@ -37,7 +38,7 @@ std::map<ValueId, bool> split_casts(const Kernel& k) {
 Rounding rounding_of(const Kernel& k) {
   Rounding r = Rounding::f32;
   auto at_least = [&](Rounding x) { r = std::max(r, x); };
-  const std::map<ValueId, bool> split = split_casts(k);
+  const std::set<ValueId> split = split_casts(k);
   for (const Op& op : k.body) {
     if (op.kind == OpKind::dot) {
       const bool f32_operand = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId v) {

@@ -34,21 +34,27 @@ HloShape shape_of(const YamlMap& m) {
   return s;
 }
 
-// The dot's attributes as HLO prints them, which hlo_work reads.
-void dot_attrs(const YamlMap& op, HloInstruction& in) {
+// The dot's attributes as HLO prints them, which hlo_work reads; each dim within its operand's
+// rank.
+void dot_attrs(const YamlMap& op, const HloComputation& fused, HloInstruction& in) {
   const YamlMap d = op.map("dims", {"lhs_contract", "rhs_contract", "lhs_batch", "rhs_batch"});
-  auto dims = [&](const std::string& key) {
+  auto dims = [&](const std::string& key, const std::string& operand) {
+    const size_t rank = fused.find(operand)->shape.dims.size();
     std::vector<int64_t> v;
     const YAML::Node n = d.need(key);
     if (!n.IsSequence()) d.fail(key, "expected a list of dims");
-    for (const auto& x : n)
+    for (const auto& x : n) {
       v.push_back(yaml_as<int64_t>(d.file(), x, d.key_path(key), "an integer"));
+      if (v.back() < 0 || static_cast<size_t>(v.back()) >= rank)
+        yaml_fail(d.file(), x, d.key_path(key),
+                  fmt::format("dim {} of '{}', which has rank {}", v.back(), operand, rank));
+    }
     return fmt::format("{{{}}}", fmt::join(v, ","));
   };
-  in.attrs["lhs_contracting_dims"] = dims("lhs_contract");
-  in.attrs["rhs_contracting_dims"] = dims("rhs_contract");
-  in.attrs["lhs_batch_dims"] = dims("lhs_batch");
-  in.attrs["rhs_batch_dims"] = dims("rhs_batch");
+  in.attrs["lhs_contracting_dims"] = dims("lhs_contract", in.operands[0]);
+  in.attrs["rhs_contracting_dims"] = dims("rhs_contract", in.operands[1]);
+  in.attrs["lhs_batch_dims"] = dims("lhs_batch", in.operands[0]);
+  in.attrs["rhs_batch_dims"] = dims("rhs_batch", in.operands[1]);
   const std::string p = op.choice("precision", {"default", "high", "highest"});
   in.attrs["operand_precision"] = fmt::format("{{{0},{0}}}", p);
 }
@@ -94,7 +100,7 @@ std::shared_ptr<const Kernel> xla_fusion_kernel(const YamlMap& m) {
     }
     if (in.opcode == "dot") {
       if (in.operands.size() != 2) op.fail("operands", "a dot takes two operands");
-      dot_attrs(op, in);
+      dot_attrs(op, fused, in);
     } else if (op.has("dims") || op.has("precision")) {
       op.fail(op.has("dims") ? "dims" : "precision", "only a dot takes it");
     }

@@ -189,7 +189,7 @@ class Flattener:
             if p in CALLS and CALLS[p] and CALLS[p] in eqn.params:
                 called = eqn.params[CALLS[p]]
                 inner, inner_consts = getattr(called, "jaxpr", called), getattr(called, "consts", ())
-                names = [self.materialize(x, flat, eqn) for x in ins]
+                names = [self.materialize(x) for x in ins]
                 sub = self.flatten(inner, names, inner_consts, flat, here)
                 env.update(zip(eqn.outvars, sub.outputs))
                 continue
@@ -209,12 +209,12 @@ class Flattener:
                 body = Flat()
                 body.inputs = [self.fresh(v, "it") for v in closed.jaxpr.invars]
                 self.flatten(closed.jaxpr, body.inputs, closed.consts, body, here)
-            elif p == "while" and known_trips(eqn) is not None:
+            elif p == "while" and (trips := known_trips(eqn)) is not None:
                 closed = eqn.params["body_jaxpr"]
                 body = Flat()
                 body.inputs = [self.fresh(v, "it") for v in closed.jaxpr.invars]
                 self.flatten(closed.jaxpr, body.inputs, closed.consts, body, here)
-                body.trips = known_trips(eqn)
+                body.trips = trips
             elif p in ("while", "cond"):
                 what = "a while_loop whose trip count is not known when traced (a counter " \
                        "from a constant, stepped by a constant, against a constant bound is)" \
@@ -229,7 +229,7 @@ class Flattener:
         flat.outputs = [read(v) for v in jaxpr.outvars]
         return flat
 
-    def materialize(self, x, flat=None, eqn=None) -> str:
+    def materialize(self, x) -> str:
         """A literal as a named scalar constant (calls bind names; ops name their operands)."""
         if not isinstance(x, jcore.Literal):
             return x
@@ -297,11 +297,10 @@ class ItemWriter:
         # In a loop body, what one iteration makes and uses itself stays in VMEM, as the compiled
         # scan of the GDN main path shows (docs/jax_bridge.md); the carry and the per-iteration
         # slices of the scanned arrays move through HBM.
-        self.in_vmem = set()
-        if in_loop:
-            self.in_vmem = {o for n in nodes for o in n.outs} - outputs
+        in_vmem = {o for n in nodes for o in n.outs} - outputs if in_loop else set()
         items = []
         for entry in order:
+            self.in_vmem = in_vmem  # again for each entry: a loop's body, written between, has its own
             if isinstance(entry, Fusion):
                 item = self.fusion_item(entry, uses, outputs)
                 if item:

@@ -147,6 +147,16 @@ TEST(ProgramXla, BadItemsAreOneLineNamingThePlace) {
   EXPECT_NE(e.find("items[1].loop.items[0].loop': a loop inside a loop's body is not supported"),
             std::string::npos)
       << e;
+  const std::string dot = R"({"format": "tpusim-program", "version": 1, "name": "d",
+ "items": [{"xla": {"name": "dot",
+  "params": [{"name": "a", "opcode": "parameter", "shape": [256, 512], "dtype": "bf16"},
+             {"name": "b", "opcode": "parameter", "shape": [512, 128], "dtype": "bf16"}],
+  "ops": [{"name": "c", "opcode": "dot", "shape": [256, 128], "dtype": "f32", "operands": ["a", "b"],
+           "dims": {"lhs_contract": [1], "rhs_contract": [0], "lhs_batch": [], "rhs_batch": []},
+           "precision": "default"}], "results": ["c"]}}], "outputs": ["c"]})";
+  EXPECT_EQ(import_program(testing::write_program(dot)).program.items.size(), 1u);
+  e = error(replaced(dot, R"("rhs_contract": [0])", R"("rhs_contract": [2])"));
+  EXPECT_NE(e.find("dims.rhs_contract': dim 2 of 'b', which has rank 2"), std::string::npos) << e;
   e = error(replaced(kCollective, R"("kind": "all_reduce")", R"("kind": "all_to_all")"));
   EXPECT_NE(e.find("items[1].collective.kind': expected one of all_gather"), std::string::npos)
       << e;
