@@ -192,6 +192,31 @@ class Writer {
     }
   }
 
+  // The spans in a process of their own (pid after the TensorCores'), sorted above them.
+  void spans(const std::vector<TraceSpan>& spans, const std::string& process) {
+    if (spans.empty()) return;
+    int cores = 0;
+    for (const UnitInfo& u : r_.units) cores = std::max(cores, u.core + 1);
+    const int pid = cores + 1;
+    event(R"({{"args":{{"name":{}}},"name":"process_name","ph":"M","pid":{},"tid":0}})",
+          quoted(process), pid);
+    event(R"({{"args":{{"sort_index":-1}},"name":"process_sort_index","ph":"M","pid":{},"tid":0}})",
+          pid);
+    std::vector<std::string> tracks;
+    for (const TraceSpan& s : spans) {
+      auto it = std::find(tracks.begin(), tracks.end(), s.track);
+      if (it == tracks.end()) {
+        tracks.push_back(s.track);
+        event(R"({{"args":{{"name":{}}},"name":"thread_name","ph":"M","pid":{},"tid":{}}})",
+              quoted(s.track), pid, tracks.size());
+        it = tracks.end() - 1;
+      }
+      const int64_t start = std::llround(s.start_s * 1e9), dur = std::llround(s.duration_s * 1e9);
+      event(R"({{"name":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{}}})", quoted(s.name), pid,
+            it - tracks.begin() + 1, ts(start), ts(dur));
+    }
+  }
+
   void end() {
     buf_.append(std::string_view("\n]}\n"));
     flush();
@@ -217,13 +242,15 @@ void print_trace_progress(size_t done, size_t total) {
 }
 
 void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress,
-                        const nlohmann::json& metadata) {
+                        const nlohmann::json& metadata, const std::vector<TraceSpan>& spans,
+                        const std::string& spans_process) {
   Writer w(r, out);
   w.begin(metadata);
   w.processes_and_threads();
   w.timeline_events(progress);
   w.program();
   w.counters();
+  w.spans(spans, spans_process);
   w.end();
 }
 

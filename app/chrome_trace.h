@@ -10,17 +10,29 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "sim/timing/result.h"
 
 namespace tpusim {
 
+// A span of a track drawn beside the simulated run, in a process of its own (a training step's
+// predicted structure: app/step_structure.h). Times from the trace's start.
+struct TraceSpan {
+  std::string track, name;
+  double start_s = 0, duration_s = 0;
+};
+
 // `progress(events written, events)` is called every tenth of a trace of a million events or
 // more (writing one takes seconds).
 using TraceProgress = std::function<void(size_t done, size_t total)>;
-// `metadata` joins the trace's metadata (a scenario's name, say).
+// `metadata` joins the trace's metadata (a scenario's name, say); `spans` go in a process named
+// `spans_process`, a thread per track, above the chip's.
 void write_chrome_trace(const RunResult& r, std::ostream& out, const TraceProgress& progress = {},
-                        const nlohmann::json& metadata = nlohmann::json::object());
+                        const nlohmann::json& metadata = nlohmann::json::object(),
+                        const std::vector<TraceSpan>& spans = {},
+                        const std::string& spans_process = "");
 // Progress lines on stderr for the commands that write traces.
 void print_trace_progress(size_t done, size_t total);
 

@@ -15,6 +15,7 @@
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/step_report.h"
+#include "app/step_structure.h"
 #include "app/sweep.h"
 #include "app/validate.h"
 #include "app/worker_pool.h"
@@ -79,18 +80,24 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// A scenario's trace and op profile: one layer of each kind and the step's other parts.
-void stage_step_program(const Scenario& sc, const Outputs& out, OutputFiles& files) {
+// A scenario's trace and op profile: one layer of each kind and the step's other parts
+// simulated, and (when the step was timed) the whole step's predicted structure beside them.
+void stage_step_program(const Scenario& sc, const StepPrediction& p, const Outputs& out,
+                        OutputFiles& files) {
   ChipSpec chip = sc.step.chip;
   chip.host_dispatch_s = 0;
   const std::string what = "one layer of each kind and the step's other parts";
   if (!out.trace.empty()) {
     auto r = std::make_shared<const RunResult>(
         simulate(chip, one_of_each_part(sc.step), {.record_timeline = true}));
+    auto spans = p.timed ? step_structure(sc.step, p) : std::vector<TraceSpan>{};
     files.stage(
         out.trace,
-        [r, meta = nlohmann::json{{"scenario", sc.name}, {"file", sc.file}, {"program", what}}](
-            std::ostream& o) { write_chrome_trace(*r, o, print_trace_progress, meta); },
+        [r, spans = std::move(spans),
+         meta = nlohmann::json{{"scenario", sc.name}, {"file", sc.file}, {"program", what}}](
+            std::ostream& o) {
+          write_chrome_trace(*r, o, print_trace_progress, meta, spans, "training step (predicted)");
+        },
         kTraceViewer);
   }
   if (!out.profile.empty() || !out.roofline.empty())
@@ -110,7 +117,7 @@ void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) 
     if (p.timed) j["batch_split"] = batch_split_json(sc.step, split);
     files.stage(out.json, json_text(j, 2) + "\n");
   }
-  stage_step_program(sc, out, files);
+  stage_step_program(sc, p, out, files);
   std::ostream& summary = files.summary_stream();
   files.commit();
   summary << step_summary_text(sc, p);

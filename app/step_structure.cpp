@@ -1,0 +1,58 @@
+#include "app/step_structure.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tpusim {
+
+namespace {
+
+constexpr const char* kStep = "step (predicted)";
+constexpr const char* kExposed = "exposed collectives";
+
+const StepPart* part_named(const StepPrediction& p, const std::string& name) {
+  const auto it = std::find_if(p.parts.begin(), p.parts.end(),
+                               [&](const StepPart& s) { return s.name == name; });
+  return it == p.parts.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::vector<TraceSpan> step_structure(const StepConfig& c, const StepPrediction& p) {
+  std::vector<TraceSpan> spans;
+  double at = 0;
+  auto add = [&](const char* track, std::string name, double seconds) {
+    if (seconds <= 0) return;
+    spans.push_back({track, std::move(name), at, seconds});
+    at += seconds;
+  };
+  const ModelConfig& m = c.model;
+  const StepPart* attention = part_named(p, "attention layer");
+  const StepPart* gdn = part_named(p, "gdn layer");
+  // Layer i is full attention when every layer is, or when it ends an interval.
+  auto layer = [&](int64_t i) {
+    const bool full = m.full_attention_interval == 0 || (i + 1) % m.full_attention_interval == 0;
+    return full ? std::make_pair(attention, "attention") : std::make_pair(gdn, "gdn");
+  };
+  if (const StepPart* d = part_named(p, "host dispatch")) add(kStep, "host dispatch", d->compute_s);
+  for (int64_t i = 0; i < m.layers; ++i)
+    if (const auto [part, kind] = layer(i); part)
+      add(kStep, fmt::format("layer {} {} fwd", i, kind), part->forward_s);
+  if (const StepPart* e = part_named(p, "embedding + logits")) {
+    add(kStep, "embedding + logits fwd", e->forward_s);
+    add(kStep, "embedding + logits bwd", e->backward_s);
+    add(kExposed, "embedding + logits: exposed collectives", e->exposed_s);
+  }
+  for (int64_t i = m.layers - 1; i >= 0; --i)
+    if (const auto [part, kind] = layer(i); part) {
+      add(kStep, fmt::format("layer {} {} bwd (recompute included)", i, kind), part->backward_s);
+      add(kExposed, fmt::format("layer {} {}: exposed collectives", i, kind), part->exposed_s);
+    }
+  if (const StepPart* o = part_named(p, "optimizer")) add(kStep, "optimizer", o->compute_s);
+  if (const StepPart* d = part_named(p, "data-parallel gradient all-reduce (DCN)"))
+    add(kExposed, d->name + ": exposed", d->exposed_s);
+  return spans;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,47 @@
+// A step's predicted structure for the trace: C1's hybrid model (every fourth layer full
+// attention) laid out layer by layer, forward in order and backward in reverse, adding up to the
+// predicted step time.
+#include "app/step_structure.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "app/scenario.h"
+#include "models/chip_loader.h"
+
+namespace tpusim {
+namespace {
+
+TEST(StepStructure, LayersInOrderAddUpToTheStep) {
+  const Scenario s = load_scenario((std::filesystem::path(models_dir()).parent_path() /
+                                    "scenarios/calibration/c1/c1_ladder.yaml")
+                                       .string());
+  const StepPrediction p = predict_step(s.step);
+  const std::vector<TraceSpan> spans = step_structure(s.step, p);
+  ASSERT_FALSE(spans.empty());
+  EXPECT_EQ(spans.front().name, "host dispatch");
+  EXPECT_EQ(spans.back().name, "optimizer");
+  double total = 0, end = 0;
+  int forward = 0, backward = 0;
+  std::vector<std::string> order;
+  for (const TraceSpan& t : spans) {
+    EXPECT_NEAR(t.start_s, end, 1e-12) << t.name;  // end to end
+    end = t.start_s + t.duration_s;
+    total += t.duration_s;
+    if (t.name.ends_with(" fwd") && t.name.starts_with("layer ")) {
+      ++forward;
+      order.push_back(t.name);
+    }
+    backward += t.name.find(" bwd (recompute included)") != std::string::npos;
+  }
+  EXPECT_NEAR(total, p.step_time_s, 1e-9 * p.step_time_s);
+  EXPECT_EQ(forward, s.step.model.layers);
+  EXPECT_EQ(backward, s.step.model.layers);
+  EXPECT_EQ(order[0], "layer 0 gdn fwd");
+  EXPECT_EQ(order[3], "layer 3 attention fwd");  // full_attention_interval 4
+  EXPECT_EQ(order[4], "layer 4 gdn fwd");
+}
+
+}  // namespace
+}  // namespace tpusim
