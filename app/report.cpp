@@ -109,7 +109,9 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
 std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second) {
   std::vector<StageDifference> rows;
   auto add = [&](const RunResult& r, double StageDifference::*s, double StageDifference::*share) {
-    for (const auto& [stage, cycles] : stage_cycles(r)) {
+    for (const auto& stage_and_cycles : stage_cycles(r)) {
+      const std::string& stage = stage_and_cycles.first;
+      const int64_t cycles = stage_and_cycles.second;
       auto it = std::find_if(rows.begin(), rows.end(),
                              [&](const StageDifference& d) { return d.stage == stage; });
       if (it == rows.end()) it = rows.insert(rows.end(), StageDifference{stage});

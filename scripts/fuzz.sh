@@ -16,7 +16,11 @@ if [ ! -f build-fuzz/CMakeCache.txt ]; then
     >/dev/null
 fi
 echo "fuzz: building build-fuzz/loaders_fuzz" >&2
-cmake --build build-fuzz --target loaders_fuzz -j "$(nproc)" >/dev/null
+if ! cmake --build build-fuzz --target loaders_fuzz -j "$(nproc)" >build-fuzz/build.log 2>&1; then
+  grep -E "error|FAILED" build-fuzz/build.log | head -20 >&2
+  echo "fuzz: the build failed (build-fuzz/build.log)" >&2
+  exit 1
+fi
 seeds=build-fuzz/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"
 i=0
