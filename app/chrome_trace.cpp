@@ -212,8 +212,11 @@ class Writer {
         it = tracks.end() - 1;
       }
       const int64_t start = std::llround(s.start_s * 1e9), dur = std::llround(s.duration_s * 1e9);
-      event(R"({{"name":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{}}})", quoted(s.name), pid,
-            it - tracks.begin() + 1, ts(start), ts(dur));
+      const std::string args = s.part.empty() ? std::string()
+                                              : fmt::format(R"("args":{{"part":{},"pass":{}}},)",
+                                                            quoted(s.part), quoted(s.pass));
+      event(R"({{{}"name":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{}}})", args, quoted(s.name),
+            pid, it - tracks.begin() + 1, ts(start), ts(dur));
     }
   }
 

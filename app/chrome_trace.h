@@ -18,10 +18,13 @@
 namespace tpusim {
 
 // A span of a track drawn beside the simulated run, in a process of its own (a training step's
-// predicted structure: app/step_structure.h). Times from the trace's start.
+// predicted structure: app/step_structure.h). Times from the trace's start. `part` and `pass`
+// (optional, written as args) say what a span stands for: a part of the step ("gdn layer") and
+// the pass its stages carry ("fwd", "remat", "bwd"; sim/ir/program.h).
 struct TraceSpan {
   std::string track, name;
   double start_s = 0, duration_s = 0;
+  std::string part = "", pass = "";
 };
 
 // `progress(events written, events)` is called every tenth of a trace of a million events or

@@ -22,9 +22,10 @@ const StepPart* part_named(const StepPrediction& p, const std::string& name) {
 std::vector<TraceSpan> step_structure(const StepConfig& c, const StepPrediction& p) {
   std::vector<TraceSpan> spans;
   double at = 0;
-  auto add = [&](const char* track, std::string name, double seconds) {
+  auto add = [&](const char* track, std::string name, double seconds,
+                 const StepPart* part = nullptr, const char* pass = "") {
     if (seconds <= 0) return;
-    spans.push_back({track, std::move(name), at, seconds});
+    spans.push_back({track, std::move(name), at, seconds, part ? part->name : "", pass});
     at += seconds;
   };
   const ModelConfig& m = c.model;
@@ -38,16 +39,19 @@ std::vector<TraceSpan> step_structure(const StepConfig& c, const StepPrediction&
   if (const StepPart* d = part_named(p, "host dispatch")) add(kStep, "host dispatch", d->compute_s);
   for (int64_t i = 0; i < m.layers; ++i)
     if (const auto [part, kind] = layer(i); part)
-      add(kStep, fmt::format("layer {} {} fwd", i, kind), part->forward_s);
+      add(kStep, fmt::format("layer {} {} fwd", i, kind), part->forward_s, part, "fwd");
   if (const StepPart* e = part_named(p, "embedding + logits")) {
-    add(kStep, "embedding + logits fwd", e->forward_s);
-    add(kStep, "embedding + logits bwd", e->backward_s);
-    add(kExposed, "embedding + logits: exposed collectives", e->exposed_s);
+    add(kStep, "embedding + logits fwd", e->forward_s, e, "fwd");
+    add(kStep, "embedding + logits bwd", e->backward_s - e->recompute_s, e, "bwd");
+    add(kExposed, "embedding + logits: exposed collectives", e->exposed_s, e);
   }
   for (int64_t i = m.layers - 1; i >= 0; --i)
     if (const auto [part, kind] = layer(i); part) {
-      add(kStep, fmt::format("layer {} {} bwd (recompute included)", i, kind), part->backward_s);
-      add(kExposed, fmt::format("layer {} {}: exposed collectives", i, kind), part->exposed_s);
+      add(kStep, fmt::format("layer {} {} recompute", i, kind), part->recompute_s, part, "remat");
+      add(kStep, fmt::format("layer {} {} bwd", i, kind), part->backward_s - part->recompute_s,
+          part, "bwd");
+      add(kExposed, fmt::format("layer {} {}: exposed collectives", i, kind), part->exposed_s,
+          part);
     }
   if (const StepPart* o = part_named(p, "optimizer")) add(kStep, "optimizer", o->compute_s);
   if (const StepPart* d = part_named(p, "data-parallel gradient all-reduce (DCN)"))

@@ -83,7 +83,7 @@ std::vector<std::string> inverse_ratio_tables(const std::vector<std::string>& pa
 // A prediction crosses from a worker process as JSON (doubles round-trip exactly).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryItem, what, bytes, on_device)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPart, name, count, compute_s, collective_s, exposed_s,
-                                   forward_s, backward_s, time_s, unit_busy_s, flops)
+                                   forward_s, backward_s, recompute_s, time_s, unit_busy_s, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPrediction, step_time_s, tokens_per_s_per_chip,
                                    model_flops_per_chip, tflops_per_s_per_chip, mfu, parts, memory,
                                    peak_hbm_bytes, hbm_capacity_bytes, fits_hbm)

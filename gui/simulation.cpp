@@ -1,6 +1,7 @@
 #include "gui/simulation.h"
 
 #include "app/scenario.h"
+#include "app/step_structure.h"
 #include "app/why_slow.h"
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
@@ -9,11 +10,15 @@
 namespace tpusim::gui {
 namespace {
 
-Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
-  Shown s{k.label(), k.entry().program(chip, k.knobs), {}, {}};
+Shown simulate_shown(const ChipSpec& chip, std::string what, Program program) {
+  Shown s{std::move(what), std::move(program), {}, {}};
   s.run = simulate(chip, s.program, {.record_timeline = true});
   s.lanes = layout_lanes(s.run);
   return s;
+}
+
+Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
+  return simulate_shown(chip, k.label(), k.entry().program(chip, k.knobs));
 }
 
 }  // namespace
@@ -62,6 +67,10 @@ Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::B
       check(s.step);  // e.g. a kernel build under context parallelism
     }
     o.step = predict_step(s.step);
+    o.step_spans = step_structure(s.step, *o.step);
+    ChipSpec chip = s.step.chip;
+    chip.host_dispatch_s = 0;  // once per step, a span of its own
+    o.layers = simulate_shown(chip, "one layer of each kind", one_of_each_part(s.step));
     o.batch = batch_split(s.step, *o.step);
     o.batch_per_chip = s.step.batch_per_chip;
     // The file's measurements belong to its own build.

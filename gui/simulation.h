@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/chrome_trace.h"
 #include "app/step_report.h"
 #include "gui/timeline_view.h"
 #include "kernels/catalog.h"
@@ -47,6 +48,8 @@ struct Shown {
 struct Outcome {
   std::optional<Shown> run, compare;
   std::optional<StepPrediction> step;
+  std::vector<TraceSpan> step_spans;  // the step's predicted structure (app/step_structure.h)
+  std::optional<Shown> layers;        // one layer of each kind, simulated: the step's drill-down
   std::vector<ValidationRow> validation;  // predicted against the scenario's measured values
   std::vector<BatchSplit> batch;          // each part's batch-independent and per-sample time
   int64_t batch_per_chip = 0;

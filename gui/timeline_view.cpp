@@ -52,7 +52,8 @@ int item_rows(const RunResult& r) {
 }
 
 // The program's items as named boxes (a name shown where it fits); returns the hovered item.
-const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f) {
+const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f,
+                             const std::string& stage) {
   const char* names[] = {"program", "collectives"};
   for (int row = 0; row < f.item_rows; ++row)
     dl->AddText(ImVec2(f.origin.x + 4, f.item_y(row) + 3), IM_COL32(220, 220, 220, 255),
@@ -67,9 +68,10 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f)
                 x1 = std::min(f.x_of(item.start + item.cycles), right);
     if (x1 < left || x0 > right || x1 < x0) continue;
     const float y = f.item_y(row);
-    const ImU32 colour = row == 1 ? im_colour(cause_colour(Cause::collective))
-                         : i % 2  ? IM_COL32(70, 90, 130, 255)
-                                  : IM_COL32(90, 115, 160, 255);
+    const ImU32 colour = !item.stage.starts_with(stage) ? IM_COL32(55, 55, 60, 255)
+                         : row == 1                     ? im_colour(cause_colour(Cause::collective))
+                         : i % 2                        ? IM_COL32(70, 90, 130, 255)
+                                                        : IM_COL32(90, 115, 160, 255);
     dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
                       colour);
     if (ImGui::CalcTextSize(item.name.c_str()).x + 6 < x1 - x0)
@@ -86,6 +88,7 @@ void item_tooltip(const RunResult& r, const ItemResult& item) {
   if (item.stage != item.name) ImGui::Text("stage %s", item.stage.c_str());
   ImGui::Text("%.3f .. %.3f us (%.3f us)", item.start * us_per_cycle,
               (item.start + item.cycles) * us_per_cycle, item.cycles * us_per_cycle);
+  if (item.kernel >= 0) ImGui::TextUnformatted("click: its grid steps");
   ImGui::EndTooltip();
 }
 
@@ -98,27 +101,16 @@ void zoom(const RunResult& r, const Frame& f, double at, double factor, Timeline
   st.to = st.from + new_span;
 }
 
-// Zoom at the cursor with the wheel, pan by dragging; over the timeline, as in Perfetto: W/S
-// zoom in/out at the cursor, A/D pan by a fifth of the view, R shows the whole run again.
 void zoom_and_pan(const RunResult& r, const Frame& f, bool hovered, TimelineState& st) {
-  const ImGuiIO& io = ImGui::GetIO();
-  const double at = std::clamp((io.MousePos.x - f.origin.x - label_width()) / f.plot_w, 0.0f, 1.0f);
-  if (hovered && io.MouseWheel != 0) zoom(r, f, at, io.MouseWheel > 0 ? 0.8 : 1.25, st);
-  if (hovered && !io.WantTextInput) {
-    // Dear ImGui 1.86 indexes keys by the backend's codes; GLFW's for letters are their
-    // upper-case ASCII, so these are physical keys, as in Perfetto.
-    if (ImGui::IsKeyPressed('W')) zoom(r, f, at, 0.8, st);
-    if (ImGui::IsKeyPressed('S')) zoom(r, f, at, 1.25, st);
-    const int64_t fifth = std::max<int64_t>(1, f.span / 5);
-    if (ImGui::IsKeyPressed('A')) st.from -= fifth, st.to -= fifth;
-    if (ImGui::IsKeyPressed('D')) st.from += fifth, st.to += fifth;
-    if (ImGui::IsKeyPressed('R')) st.from = st.to = 0;  // fit again
+  const ViewInput in = view_input(f.origin.x + label_width(), f.plot_w, hovered);
+  if (in.reset) {
+    st.from = st.to = 0;  // fit again
+    return;
   }
-  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
-    const int64_t shift = static_cast<int64_t>(-io.MouseDelta.x / f.plot_w * f.span);
-    st.from += shift;
-    st.to += shift;
-  }
+  if (in.zoom != 1) zoom(r, f, in.at, in.zoom, st);
+  const int64_t shift = static_cast<int64_t>(in.pan * (st.to - st.from));
+  st.from += shift;
+  st.to += shift;
 }
 
 void ruler(ImDrawList* dl, const RunResult& r, const Frame& f, float height) {
@@ -191,6 +183,20 @@ void tooltip(const RunResult& r, const TimelineEvent& e, const Program* program)
 }
 
 void legend() {
+  ImGui::TextUnformatted("busy:");
+  ImGui::SameLine();
+  const std::pair<UnitKind, const char*> units[] = {
+      {UnitKind::mxu, "mxu"}, {UnitKind::vpu, "vpu, eup"},  {UnitKind::dma, "dma"},
+      {UnitKind::hbm, "hbm"}, {UnitKind::scalar, "scalar"}, {UnitKind::ici, "ici"}};
+  for (const auto& [kind, label] : units) {
+    ImGui::ColorButton(label, ImGui::ColorConvertU32ToFloat4(im_colour(unit_colour(kind))),
+                       ImGuiColorEditFlags_NoTooltip, ImVec2(12, 12));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine();
+  }
+  ImGui::TextUnformatted("  stalls:");
+  ImGui::SameLine();
   for (int c = 1; c < kNumCauses; ++c) {
     const auto cause = static_cast<Cause>(c);
     ImGui::ColorButton(std::string(name(cause)).c_str(),
@@ -203,13 +209,32 @@ void legend() {
   ImGui::ColorButton("fast-forwarded", ImGui::ColorConvertU32ToFloat4(IM_COL32(70, 150, 170, 255)),
                      ImGuiColorEditFlags_NoTooltip, ImVec2(12, 12));
   ImGui::SameLine();
-  ImGui::TextUnformatted("fast-forwarded (steps that repeat the ones before; --no-fast-forward)");
+  ImGui::TextUnformatted("fast-forwarded (repeating steps; --no-fast-forward)");
   ImGui::NewLine();
 }
 
 }  // namespace
 
 ImU32 im_colour(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
+
+ViewInput view_input(float plot_left, float plot_w, bool hovered) {
+  const ImGuiIO& io = ImGui::GetIO();
+  ViewInput in;
+  in.at = std::clamp((io.MousePos.x - plot_left) / plot_w, 0.0f, 1.0f);
+  if (hovered && io.MouseWheel != 0) in.zoom = io.MouseWheel > 0 ? 0.8 : 1.25;
+  if (hovered && !io.WantTextInput) {
+    // Dear ImGui 1.86 indexes keys by the backend's codes; GLFW's for letters are their
+    // upper-case ASCII, so these are physical keys, as in Perfetto.
+    if (ImGui::IsKeyPressed('W')) in.zoom = 0.8;
+    if (ImGui::IsKeyPressed('S')) in.zoom = 1.25;
+    if (ImGui::IsKeyPressed('A')) in.pan -= 0.2;
+    if (ImGui::IsKeyPressed('D')) in.pan += 0.2;
+    in.reset = ImGui::IsKeyPressed('R');
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f))
+    in.pan -= io.MouseDelta.x / plot_w;
+  return in;
+}
 
 std::string event_shapes(const Program& p, const TimelineEvent& e) {
   if (e.cause != Cause::busy || e.item < 0 || e.item >= static_cast<int>(p.items.size())) return "";
@@ -256,7 +281,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   dl->AddRectFilled(f.origin, ImVec2(f.origin.x + f.width, f.origin.y + height),
                     IM_COL32(25, 25, 28, 255));
   ruler(dl, r, f, height);
-  const ItemResult* hovered_item = draw_items(dl, r, f);
+  const ItemResult* hovered_item = draw_items(dl, r, f, st.stage);
   for (int lane = 0; lane < lanes.count(); ++lane)
     dl->AddText(ImVec2(f.origin.x + 4, f.lane_y(lane) + 3), IM_COL32(220, 220, 220, 255),
                 r.units[lanes.unit_of[lane]].name.c_str());
@@ -300,6 +325,14 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;
   } else if (hovered && hovered_item) {
     item_tooltip(r, *hovered_item);
+    // A click, not the end of a drag: the kernel's grid steps fill the view.
+    if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+        ImGui::GetIO().MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16) {
+      st.opened_item = static_cast<int>(hovered_item - r.items.data());
+      const int64_t margin = std::max<int64_t>(1, hovered_item->cycles / 50);
+      st.from = hovered_item->start - margin;
+      st.to = hovered_item->start + hovered_item->cycles + margin;
+    }
   }
   legend();
 }

@@ -1,7 +1,8 @@
 // Draws a recorded timeline with ImGui's draw lists, in the layout the SVG writer uses too
 // (app/timeline_layout.h: lanes, colours, merged sub-pixel boxes, ruler): wheel zoom anchored at
 // the cursor, drag to pan, a tooltip for the event under the mouse (found by binary search in its
-// lane), right-click to highlight a grid step.
+// lane), right-click to highlight a grid step, a click on a kernel's box in the program lane to
+// show its grid steps (the view fits the kernel).
 #pragma once
 #include <imgui.h>
 
@@ -20,9 +21,22 @@ struct TimelineState {
   int64_t selected_step = -1;
   char find[64] = {};      // ops whose label contains it (any case) stay bright, others dim
   bool find_next = false;  // centre the view on the next match after the view's centre
+  int opened_item = -1;    // the last program item clicked: the view shows its grid steps
+  std::string stage;       // items of stages that do not start with it are dim ("": none)
 };
 
 ImU32 im_colour(Rgb c);
+
+// What the user asked of a timeline's view this frame, as in Perfetto: the wheel or W/S zoom at
+// the cursor, A/D pan by a fifth of the view, dragging pans, R shows the whole run again. Call it
+// right after the timeline's InvisibleButton (dragging is that item's).
+struct ViewInput {
+  double at = 0;       // the cursor's place in the plot, 0 (left) .. 1 (right)
+  double zoom = 1;     // the new span over the old, at `at`
+  double pan = 0;      // the shift, as a share of the span
+  bool reset = false;  // fit the whole run
+};
+ViewInput view_input(float plot_left, float plot_w, bool hovered);
 
 // The shapes behind an event of a run of `p`, for its tooltip: an op's operands and result, or
 // the block a DMA moves ("" when the program does not say).

@@ -113,11 +113,17 @@ void step_totals(const Outcome& o) {
       ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
           .c_str());
   ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
+  // Two columns, so every row fits the panel at the default window size: the parts and
+  // predicted against measured on the left, what batching buys on the right.
+  if (!ImGui::BeginTable("step columns", 2, ImGuiTableFlags_SizingStretchProp)) return;
+  ImGui::TableNextColumn();
   for (const StepPart& part : s.parts)
-    ImGui::Text("  %-40s x%-3lld %9.3f ms  (+%.3f ms exposed collectives)", part.name.c_str(),
+    ImGui::Text("%-28s x%-3lld %9.3f ms (+%.3f ms exposed)", part.name.c_str(),
                 static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
-  batch_table(o);
   validation_table(o.validation);
+  ImGui::TableNextColumn();
+  batch_table(o);
+  ImGui::EndTable();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "gui/em.h"
 #include "gui/panels.h"
+#include "gui/step_timeline.h"
 #include "gui/worker.h"
 
 namespace tpusim::gui {
@@ -106,22 +107,37 @@ TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
   return tl;
 }
 
+// The bottom of the window shows the knobs' kernel or, once a scenario is open, its training step
+// (a tab each); the top right shows the same one's totals.
+enum class View { kernel, step };
+
 // What the window shows and the worker computing it.
 struct Session {
-  explicit Session(WindowOptions options) : o(std::move(options)) {}
+  explicit Session(WindowOptions options)
+      : o(std::move(options)), headless(!o.screenshot.empty() || !o.script.empty()) {}
   WindowOptions o;
+  const bool headless;  // say what a click opened on stderr, for the scripted tests
   Worker worker;
   Outcome shown, step_shown;
-  TimelineState tl;
+  TimelineState tl, layer_tl;  // the kernel's timeline; the step's drill-down into its kernels
+  StepTimelineState step_tl;
+  View view = View::kernel;
+  bool view_changed = false;  // select the view's tab in the next frame
   std::filesystem::path browse_dir = std::filesystem::current_path();
   double draw_ms = 0;
 
+  void show(View v) {
+    view_changed = view != v;
+    view = v;
+  }
   void submit_knobs() {
     worker.submit(Worker::knobs, [k = o.knobs] { return simulate_knobs(k); });
+    show(View::kernel);
   }
   void submit_step() {
     worker.submit(Worker::scenario,
                   [f = o.scenario, b = o.step_build] { return simulate_scenario(f, b); });
+    show(View::step);
   }
   // Takes a finished simulation; returns true if there was one.
   bool take_result() {
@@ -129,6 +145,8 @@ struct Session {
     if (!result) return false;
     if (result->scenario) {
       step_shown = std::move(*result);
+      step_tl = {};
+      layer_tl = {};
       if (!o.screenshot.empty() && step_shown.step)
         std::fprintf(stderr,
                      "step panel: %zu predicted-against-measured rows, %zu parts split by batch, "
@@ -151,6 +169,71 @@ struct Session {
     if (ImGui::IsKeyPressed('-')) io.FontGlobalScale = std::max(0.5f, io.FontGlobalScale / 1.25f);
   }
 
+  // The step's drill-down: a click on a span shows its pass's kernels on the timeline below.
+  void open_span(int clicked) {
+    const TraceSpan& s = step_shown.step_spans[clicked];
+    const StageWindow w = stage_window(step_shown.layers->run, s);
+    if (w.items == 0) return;
+    const int64_t margin = std::max<int64_t>(1, (w.to - w.from) / 50);
+    layer_tl.from = w.from - margin;
+    layer_tl.to = w.to + margin;
+    layer_tl.stage = s.part + " / " + s.pass;
+    if (headless)
+      std::fprintf(stderr, "step timeline: opened '%s': %d kernels of %s / %s\n", s.name.c_str(),
+                   w.items, s.part.c_str(), s.pass.c_str());
+  }
+  void step_view() {
+    if (!step_shown.error.empty()) return error_text(step_shown.error);
+    if (step_shown.step_spans.empty() || !step_shown.layers)
+      return ImGui::TextUnformatted(worker.busy() ? "simulating the step..." : "");
+    ImGui::Text(
+        "training step (predicted), %.4f s: a lane per layer kind and pass; click a span for its "
+        "kernels below, a kernel's box for its grid steps",
+        step_shown.step->step_time_s);
+    if (const int clicked = draw_step_timeline(step_shown.step_spans, step_tl); clicked >= 0)
+      open_span(clicked);
+    const Shown& layers = *step_shown.layers;
+    const int selected = step_tl.selected;
+    ImGui::TextUnformatted(
+        selected >= 0 ? ("kernels of " + step_shown.step_spans[selected].name +
+                         " (one layer of the kind, as simulated)")
+                            .c_str()
+                      : "one layer of each kind and the embedding and logits, as simulated");
+    const int opened = layer_tl.opened_item;
+    draw_timeline(layers.run, layers.lanes, layer_tl, "layers", &layers.program);
+    if (headless && layer_tl.opened_item != opened) {
+      const ItemResult& item = layers.run.items[layer_tl.opened_item];
+      std::fprintf(stderr, "kernel timeline: opened '%s' (stage %s, %.3f us)\n", item.name.c_str(),
+                   item.stage.c_str(), item.cycles / layers.run.clock_hz * 1e6);
+    }
+  }
+  // The bottom: the knobs' kernel, or a tab each for the step and the kernel.
+  void bottom() {
+    if (!step_shown.scenario && o.scenario.empty()) {
+      draw_ms = timelines(shown, tl, draw_ms);
+      return;
+    }
+    if (ImGui::BeginTabBar("views")) {
+      auto tab = [&](const char* label, View v) {
+        const ImGuiTabItemFlags flags =
+            view_changed && view == v ? ImGuiTabItemFlags_SetSelected : 0;
+        if (!ImGui::BeginTabItem(label, nullptr, flags)) return false;
+        if (!view_changed) view = v;
+        return true;
+      };
+      if (tab("training step", View::step)) {
+        step_view();
+        ImGui::EndTabItem();
+      }
+      if (tab("kernel (knobs)", View::kernel)) {
+        draw_ms = timelines(shown, tl, draw_ms);
+        ImGui::EndTabItem();
+      }
+      ImGui::EndTabBar();
+    }
+    view_changed = false;
+  }
+
   // The panels: knobs and totals on top, the timelines below.
   void draw() {
     font_keys();
@@ -168,13 +251,14 @@ struct Session {
     ImGui::EndChild();
     ImGui::SameLine();
     ImGui::BeginChild("totals", ImVec2(0, kTopPanelHeight * em()), true);
-    run_panel(shown);
-    if ((step_shown.scenario || !o.scenario.empty()) &&
-        step_panel(o.scenario, step_shown, o.step_build))
-      submit_step();
+    if (view == View::step && (step_shown.scenario || !o.scenario.empty())) {
+      if (step_panel(o.scenario, step_shown, o.step_build)) submit_step();
+    } else {
+      run_panel(shown);
+    }
     ImGui::EndChild();
     ImGui::BeginChild("timeline", ImVec2(0, 0), true);
-    draw_ms = timelines(shown, tl, draw_ms);
+    bottom();
     ImGui::EndChild();
     ImGui::End();
   }

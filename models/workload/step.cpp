@@ -18,12 +18,14 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   ChipSpec chip = c.chip;
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
-  int64_t fwd = 0, all = 0;
+  int64_t fwd = 0, remat = 0, all = 0;
   for (const ItemResult& item : r.items) {
     all += item.cycles;
     if (is_forward_stage(item.stage)) fwd += item.cycles;
+    if (is_recompute_stage(item.stage)) remat += item.cycles;
   }
   const double forward_share = all > 0 ? static_cast<double>(fwd) / all : 0;
+  const double recompute_share = all > 0 ? static_cast<double>(remat) / all : 0;
   StepPart part;
   part.name = name;
   part.count = count;
@@ -41,6 +43,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   for (auto& [group, busy] : part.unit_busy_s) busy /= units[group];
   part.forward_s = r.time_s * forward_share;
   part.backward_s = in_backward ? r.time_s - part.forward_s : 0;
+  part.recompute_s = in_backward ? r.time_s * recompute_share : 0;
   return part;
 }
 

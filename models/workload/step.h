@@ -26,6 +26,7 @@ struct StepPart {
   double exposed_s = 0;     // per instance: collectives not hidden + critical-path collectives
   double forward_s = 0;     // per instance: compute of the forward pass ("fwd" stages)
   double backward_s = 0;    // per instance: compute of the backward pass (recompute included)
+  double recompute_s = 0;   // per instance: the recompute ("remat" stages), part of backward_s
   std::array<double, kNumCauses> time_s{};  // per instance, by cause (compute only)
   // Per instance: the mean busy time of the chip's units of each group ("mxu" over every MXU of
   // every TensorCore, "vpu", "eup", "dma", "hbm", "scalar"); collectives are in collective_s.

@@ -15,6 +15,7 @@ void check_deps(const Program& p, const std::string& name, const std::vector<int
 }  // namespace
 
 bool is_forward_stage(const std::string& stage) { return stage.rfind("fwd", 0) == 0; }
+bool is_recompute_stage(const std::string& stage) { return stage.rfind("remat", 0) == 0; }
 
 int Program::add_kernel(std::shared_ptr<const Kernel> k, std::vector<int> deps, std::string stage) {
   check_deps(*this, k->name, deps);

@@ -52,6 +52,7 @@ struct ProgramItem {
 // Stage labels of a training step's programs begin with the pass they run in: "fwd: ...",
 // "remat: ..." (the recompute) or "bwd: ...".
 bool is_forward_stage(const std::string& stage);
+bool is_recompute_stage(const std::string& stage);
 
 struct Program {
   std::string name;

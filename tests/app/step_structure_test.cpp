@@ -23,7 +23,7 @@ TEST(StepStructure, LayersInOrderAddUpToTheStep) {
   EXPECT_EQ(spans.front().name, "host dispatch");
   EXPECT_EQ(spans.back().name, "optimizer");
   double total = 0, end = 0;
-  int forward = 0, backward = 0;
+  int forward = 0, backward = 0, recompute = 0;
   std::vector<std::string> order;
   for (const TraceSpan& t : spans) {
     EXPECT_NEAR(t.start_s, end, 1e-12) << t.name;  // end to end
@@ -33,11 +33,21 @@ TEST(StepStructure, LayersInOrderAddUpToTheStep) {
       ++forward;
       order.push_back(t.name);
     }
-    backward += t.name.find(" bwd (recompute included)") != std::string::npos;
+    if (t.name.starts_with("layer ")) {
+      backward += t.name.ends_with(" bwd");
+      recompute += t.name.ends_with(" recompute");
+      if (t.track == "step (predicted)") {  // a layer's compute names its part and pass
+        EXPECT_TRUE(t.part == "gdn layer" || t.part == "attention layer") << t.name;
+        EXPECT_EQ(t.pass, t.name.ends_with(" fwd")   ? "fwd"
+                          : t.name.ends_with(" bwd") ? "bwd"
+                                                     : "remat");
+      }
+    }
   }
   EXPECT_NEAR(total, p.step_time_s, 1e-9 * p.step_time_s);
   EXPECT_EQ(forward, s.step.model.layers);
   EXPECT_EQ(backward, s.step.model.layers);
+  EXPECT_EQ(recompute, s.step.model.layers);  // C1 recomputes (remat full)
   EXPECT_EQ(order[0], "layer 0 gdn fwd");
   EXPECT_EQ(order[3], "layer 3 attention fwd");  // full_attention_interval 4
   EXPECT_EQ(order[4], "layer 4 gdn fwd");

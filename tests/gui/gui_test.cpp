@@ -12,6 +12,9 @@
 #include <fstream>
 #include <set>
 
+#include "app/scenario.h"
+#include "app/step_structure.h"
+#include "gui/step_timeline.h"
 #include "gui/timeline_view.h"
 #include "kernels/gdn/scan.h"
 #include "models/chip_loader.h"
@@ -202,6 +205,20 @@ TEST(Gui, BadFlagsNameTheFlagAndItsValues) {
   }
 }
 
+// Plays `steps` (gui/script.h) with `args`; the screenshot steps name shotN.png in `dir`.
+int play(const fs::path& dir, const std::string& steps, const std::string& args, std::string* log) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "script.txt") << steps;
+  const std::string cmd = fmt::format(
+      "cd {} && xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --script script.txt "
+      ">log 2>&1",
+      dir.string(), TPUSIM_GUI, args);
+  const int raw = std::system(cmd.c_str());
+  std::ifstream in(dir / "log");
+  log->assign(std::istreambuf_iterator<char>(in), {});
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
 TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   const fs::path bad = fs::temp_directory_path() / "tpusim_gui_bad_scenario.yaml";
   std::ofstream(bad)
@@ -211,8 +228,16 @@ TEST(Gui, BadScenarioShowsAnErrorAndDoesNotCrash) {
   EXPECT_EQ(status, 2);  // the screenshot is written, and the exit status reports the failure
   EXPECT_NE(p.log.find("tpusim-gui: error: "), std::string::npos) << p.log;
   ASSERT_EQ(p.w, 1600);
-  EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);  // the kernel still ran and drew
-  EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);  // and the file's error is in the window
+  EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);   // the file's error is in the window
+  EXPECT_GT(red_pixels(p, 10, 370, 1590, 420), 100);  // and in its training step's tab
+  // The kernel of the knobs still ran and draws in its own tab.
+  std::string log;
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_bad_scenario_kernel";
+  EXPECT_EQ(play(dir, "click 175 359\nwait 3\nscreenshot kernel.png\n",
+                 bad.string() + " --kernel gdn-invert --seq 1024", &log),
+            0)
+      << log;
+  EXPECT_GT(coloured_pixels(load_png(dir / "kernel.png"), 120, 420, 1580, 640), kDrawn);
 }
 
 TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
@@ -250,20 +275,6 @@ TEST(Gui, ImportedProgramIsShownAsTheKernel) {
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
   // No error line where the totals start (the stall bar under it is red with DMA waits).
   EXPECT_LT(red_pixels(p, 340, 10, 1590, 28), 100);
-}
-
-// Plays `steps` (gui/script.h) with `args`; the screenshot steps name shotN.png in `dir`.
-int play(const fs::path& dir, const std::string& steps, const std::string& args, std::string* log) {
-  fs::create_directories(dir);
-  std::ofstream(dir / "script.txt") << steps;
-  const std::string cmd = fmt::format(
-      "cd {} && xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --script script.txt "
-      ">log 2>&1",
-      dir.string(), TPUSIM_GUI, args);
-  const int raw = std::system(cmd.c_str());
-  std::ifstream in(dir / "log");
-  log->assign(std::istreambuf_iterator<char>(in), {});
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
 }
 
 // The timeline's lanes and ruler (not the header line, whose drawing time varies).
@@ -388,3 +399,77 @@ TEST(Gui, AMalformedScriptIsOneLineNamingItsLine) {
 }
 
 }  // namespace
+
+// Pixels that differ between two pictures in a region.
+int differing_pixels(const Png& a, const Png& b, int x0, int y0, int x1, int y1) {
+  int n = 0;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x) {
+      const size_t i = (static_cast<size_t>(y) * a.w + x) * 3;
+      n += !std::equal(a.px.begin() + i, a.px.begin() + i + 3, b.px.begin() + i);
+    }
+  return n;
+}
+
+// Opening C1's ladder scenario shows its training step: a lane per layer kind and pass. A click
+// on a span (layers 0-2's GDN forward) shows that pass's kernels on the timeline under it, a
+// click on a kernel's box its grid steps.
+TEST(Gui, AScenarioOpensOnItsStepTimelineAndDrillsDown) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_step_timeline";
+  std::string log;
+  ASSERT_EQ(play(dir,
+                 "screenshot step.png\nclick 200 439\nwait 3\nscreenshot layer.png\n"
+                 "click 800 662\nwait 3\nscreenshot kernel.png\n",
+                 std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c1/c1_ladder.yaml", &log),
+            0)
+      << log;
+  const Png step = load_png(dir / "step.png"), layer = load_png(dir / "layer.png"),
+            kernel = load_png(dir / "kernel.png");
+  ASSERT_EQ(step.w, 1600);
+  EXPECT_GT(coloured_pixels(step, 200, 410, 1590, 600), kDrawn);  // the step's lanes
+  const size_t opened = log.find("step timeline: opened 'layer ");
+  ASSERT_NE(opened, std::string::npos) << log;
+  EXPECT_NE(log.find(" gdn fwd': ", opened), std::string::npos) << log;
+  EXPECT_NE(log.find(" kernels of gdn layer / fwd\n", opened), std::string::npos) << log;
+  EXPECT_NE(log.find("kernel timeline: opened '"), std::string::npos) << log;
+  // Each click changes the drill-down timeline under the step's lanes.
+  EXPECT_GT(differing_pixels(step, layer, 100, 650, 1590, 900), 20000);
+  EXPECT_GT(differing_pixels(layer, kernel, 100, 650, 1590, 900), 20000);
+}
+
+// The step timeline's lanes: a lane per layer kind and pass, forward before recompute before
+// backward, collectives and the optimizer last; a span's drill-down window holds exactly the
+// simulated items of its part and pass.
+TEST(Gui, StepLanesGroupByKindAndPassAndOpenTheirKernels) {
+  const tpusim::Scenario s = tpusim::load_scenario(std::string(TPUSIM_SOURCE_DIR) +
+                                                   "/scenarios/calibration/c1/c1_ladder.yaml");
+  const tpusim::StepPrediction p = tpusim::predict_step(s.step);
+  const std::vector<tpusim::TraceSpan> spans = tpusim::step_structure(s.step, p);
+  const std::vector<std::string> lanes = tpusim::gui::step_lanes(spans);
+  auto at = [&](const std::string& lane) {
+    return std::find(lanes.begin(), lanes.end(), lane) - lanes.begin();
+  };
+  ASSERT_EQ(lanes.front(), "host dispatch");
+  EXPECT_EQ(lanes.back(), "optimizer");
+  EXPECT_LT(at("gdn layer forward"), at("attention layer recompute"));
+  EXPECT_LT(at("gdn layer recompute"), at("gdn layer backward"));
+  EXPECT_LT(at("attention layer backward"), at("ICI collectives (exposed)"));
+  EXPECT_LT(at("ICI collectives (exposed)"), static_cast<long>(lanes.size()));
+  const tpusim::RunResult r = tpusim::simulate(s.step.chip, tpusim::one_of_each_part(s.step));
+  for (const tpusim::TraceSpan& span : spans) {
+    const tpusim::gui::StageWindow w = tpusim::gui::stage_window(r, span);
+    if (span.part.empty() || span.pass.empty()) {  // not simulated kernel by kernel
+      EXPECT_EQ(w.items, 0) << span.name;
+      continue;
+    }
+    int items = 0;
+    for (const tpusim::ItemResult& item : r.items)
+      if (item.stage.starts_with(span.part + " / " + span.pass + ":")) {
+        ++items;
+        EXPECT_GE(item.start, w.from);
+        EXPECT_LE(item.start + item.cycles, w.to);
+      }
+    EXPECT_GT(items, 0) << span.name;
+    EXPECT_EQ(w.items, items) << span.name;
+  }
+}
