@@ -17,8 +17,13 @@ Shown simulate_shown(const ChipSpec& chip, std::string what, Program program) {
   return s;
 }
 
+// A kernel of the catalog, with the critical path of each of its calls.
 Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
-  return simulate_shown(chip, k.label(), k.entry().program(chip, k.knobs));
+  Shown s = simulate_shown(chip, k.label(), k.entry().program(chip, k.knobs));
+  for (size_t i = 0; i < s.program.items.size(); ++i)
+    if (std::holds_alternative<KernelCall>(s.program.items[i].what))
+      s.paths.push_back(critical_path(s.run, s.program, static_cast<int>(i)));
+  return s;
 }
 
 }  // namespace

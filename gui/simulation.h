@@ -43,6 +43,8 @@ struct Shown {
   Program program;  // what ran: the timeline's tooltips read shapes from it
   RunResult run;
   TimelineLanes lanes;
+  std::vector<CriticalPath>
+      paths;  // of its kernel calls (all for a kernel, opened ones for a step)
 };
 
 struct Outcome {

@@ -182,6 +182,40 @@ void tooltip(const RunResult& r, const TimelineEvent& e, const Program* program)
   ImGui::EndTooltip();
 }
 
+// The critical paths as arrows between the ends and starts of their ops, with the ops outlined;
+// left out when the view holds more edges than can be told apart.
+void draw_paths(ImDrawList* dl, const RunResult& r, const TimelineLanes& lanes, const Frame& f,
+                const std::vector<CriticalPath>& paths) {
+  constexpr size_t kMaxEdges = 4000;
+  const ImU32 colour = IM_COL32(255, 255, 255, 230);
+  const int64_t to = f.from + f.span;
+  auto centre = [&](const TimelineEvent& e) {
+    return f.lane_y(lanes.lane_of[e.unit]) + lane_height() / 2;
+  };
+  std::vector<const PathEdge*> shown;
+  for (const CriticalPath& path : paths)
+    for (const PathEdge& edge : path.edges)
+      if (r.events[edge.from].end <= to && r.events[edge.to].start >= f.from)
+        shown.push_back(&edge);
+  if (shown.size() > kMaxEdges) return;
+  for (const PathEdge* edge : shown) {
+    const TimelineEvent &a = r.events[edge->from], &b = r.events[edge->to];
+    const ImVec2 p0(f.x_of(a.end), centre(a)), p1(f.x_of(b.start), centre(b));
+    dl->AddLine(p0, p1, colour, edge->data ? 1.5f : 1.0f);
+    const float dir = p1.x >= p0.x ? 1.0f : -1.0f;  // an arrowhead pointing along the edge
+    dl->AddTriangleFilled(p1, ImVec2(p1.x - 5 * dir, p1.y - 3), ImVec2(p1.x - 5 * dir, p1.y + 3),
+                          colour);
+  }
+  for (const CriticalPath& path : paths)
+    for (size_t i : path.events) {
+      const TimelineEvent& e = r.events[i];
+      if (e.end < f.from || e.start > to) continue;
+      const float y = f.lane_y(lanes.lane_of[e.unit]);
+      dl->AddRect(ImVec2(f.x_of(e.start), y + 2), ImVec2(f.x_of(e.end) + 1, y + lane_height() - 2),
+                  colour);
+    }
+}
+
 void legend() {
   ImGui::TextUnformatted("busy:");
   ImGui::SameLine();
@@ -259,7 +293,7 @@ std::string event_shapes(const Program& p, const TimelineEvent& e) {
 }
 
 void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState& st,
-                   const char* id, const Program* program) {
+                   const char* id, const Program* program, const std::vector<CriticalPath>* paths) {
   if (st.to <= st.from)
     st.from = 0, st.to = std::max<int64_t>(1, std::max(st.fit_cycles, r.cycles));
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -320,6 +354,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
       dl->AddText(ImVec2(x0 + 4, f.lane_y(lanes.lane_of[e.unit]) + 3), IM_COL32(255, 255, 255, 255),
                   "fast-forwarded");
   }
+  if (paths && st.show_path) draw_paths(dl, r, lanes, f, *paths);
   if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
     tooltip(r, *e, program);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "app/critical_path.h"
 #include "app/timeline_layout.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
@@ -23,6 +24,7 @@ struct TimelineState {
   bool find_next = false;  // centre the view on the next match after the view's centre
   int opened_item = -1;    // the last program item clicked: the view shows its grid steps
   std::string stage;       // items of stages that do not start with it are dim ("": none)
+  bool show_path = false;  // draw the critical paths given to draw_timeline
 };
 
 ImU32 im_colour(Rgb c);
@@ -43,8 +45,10 @@ ViewInput view_input(float plot_left, float plot_w, bool hovered);
 std::string event_shapes(const Program& p, const TimelineEvent& e);
 
 // `id` keeps two timelines in one window apart (ImGui widget ids); `program` (optional) is what
-// ran, for the shapes in tooltips.
+// ran, for the shapes in tooltips; `paths` (optional, drawn when state.show_path) the critical
+// paths of its kernel calls (app/critical_path.h): arrows from op to op, across grid steps.
 void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState& state,
-                   const char* id = "timeline", const Program* program = nullptr);
+                   const char* id = "timeline", const Program* program = nullptr,
+                   const std::vector<CriticalPath>* paths = nullptr);
 
 }  // namespace tpusim::gui

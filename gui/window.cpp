@@ -82,14 +82,19 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
                                ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   tl.find_next = ImGui::Button("next") || entered;
+  ImGui::SameLine();
+  ImGui::Checkbox("critical path", &tl.show_path);
   if (!shown.run) return last_draw_ms;
   const auto t0 = std::chrono::steady_clock::now();
-  if (shown.compare) ImGui::TextUnformatted(shown.run->what.c_str());
-  draw_timeline(shown.run->run, shown.run->lanes, tl, "timeline", &shown.run->program);
-  if (shown.compare) {
-    // The same window (from, to) on the same cycle axis: the two schedules line up.
-    ImGui::TextUnformatted(shown.compare->what.c_str());
-    draw_timeline(shown.compare->run, shown.compare->lanes, tl, "compare", &shown.compare->program);
+  for (const Shown* s : {&*shown.run, shown.compare ? &*shown.compare : nullptr}) {
+    if (!s) continue;
+    if (shown.compare) ImGui::TextUnformatted(s->what.c_str());
+    if (tl.show_path)
+      for (const CriticalPath& path : s->paths)
+        ImGui::TextUnformatted(critical_path_text(path, s->run.clock_hz).c_str());
+    // The same window (from, to) on the same cycle axis: two schedules line up.
+    draw_timeline(s->run, s->lanes, tl, s == &*shown.run ? "timeline" : "compare", &s->program,
+                  &s->paths);
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -182,6 +187,16 @@ struct Session {
       std::fprintf(stderr, "step timeline: opened '%s': %d kernels of %s / %s\n", s.name.c_str(),
                    w.items, s.part.c_str(), s.pass.c_str());
   }
+  // A kernel of the drill-down: its grid steps fill the view, with its critical path.
+  void open_kernel(int item) {
+    Shown& layers = *step_shown.layers;
+    layers.paths = {critical_path(layers.run, layers.program, item)};
+    if (!headless) return;
+    const ItemResult& it = layers.run.items[item];
+    std::fprintf(stderr, "kernel timeline: opened '%s' (stage %s, %.3f us); %s\n", it.name.c_str(),
+                 it.stage.c_str(), it.cycles / layers.run.clock_hz * 1e6,
+                 critical_path_text(layers.paths.front(), layers.run.clock_hz).c_str());
+  }
   void step_view() {
     if (!step_shown.error.empty()) return error_text(step_shown.error);
     if (step_shown.step_spans.empty() || !step_shown.layers)
@@ -193,19 +208,20 @@ struct Session {
     if (const int clicked = draw_step_timeline(step_shown.step_spans, step_tl); clicked >= 0)
       open_span(clicked);
     const Shown& layers = *step_shown.layers;
+    const double clock = layers.run.clock_hz;
     const int selected = step_tl.selected;
     ImGui::TextUnformatted(
         selected >= 0 ? ("kernels of " + step_shown.step_spans[selected].name +
                          " (one layer of the kind, as simulated)")
                             .c_str()
                       : "one layer of each kind and the embedding and logits, as simulated");
+    ImGui::SameLine();
+    ImGui::Checkbox("critical path of the opened kernel", &layer_tl.show_path);
+    for (const CriticalPath& path : layers.paths)
+      if (layer_tl.show_path) ImGui::TextUnformatted(critical_path_text(path, clock).c_str());
     const int opened = layer_tl.opened_item;
-    draw_timeline(layers.run, layers.lanes, layer_tl, "layers", &layers.program);
-    if (headless && layer_tl.opened_item != opened) {
-      const ItemResult& item = layers.run.items[layer_tl.opened_item];
-      std::fprintf(stderr, "kernel timeline: opened '%s' (stage %s, %.3f us)\n", item.name.c_str(),
-                   item.stage.c_str(), item.cycles / layers.run.clock_hz * 1e6);
-    }
+    draw_timeline(layers.run, layers.lanes, layer_tl, "layers", &layers.program, &layers.paths);
+    if (layer_tl.opened_item != opened) open_kernel(layer_tl.opened_item);
   }
   // The bottom: the knobs' kernel, or a tab each for the step and the kernel.
   void bottom() {

@@ -246,8 +246,9 @@ TEST(Gui, ImpossibleKnobIsAnErrorInTheWindow) {
       screenshot("--kernel gdn-scan-bwd --head-tile-bwd 8", &status);  // over v5e's 16 MiB VMEM
   EXPECT_EQ(status, 2);
   ASSERT_EQ(p.w, 1600);
-  // No timeline, but the red error text in the totals panel.
-  EXPECT_LT(coloured_pixels(p, 120, 380, 1580, 640), 1000);
+  // No timeline (under the find field and the critical-path box), but the red error text in the
+  // totals panel.
+  EXPECT_LT(coloured_pixels(p, 120, 395, 1580, 640), 1000);
   EXPECT_GT(red_pixels(p, 340, 0, 1590, 330), 100);
 }
 
@@ -275,6 +276,19 @@ TEST(Gui, ImportedProgramIsShownAsTheKernel) {
   EXPECT_GT(coloured_pixels(p, 120, 380, 1580, 640), kDrawn);
   // No error line where the totals start (the stall bar under it is red with DMA waits).
   EXPECT_LT(red_pixels(p, 340, 10, 1590, 28), 100);
+}
+
+// The window before and after `steps` (gui/script.h) played with `args`, in a fresh folder.
+std::pair<Png, Png> before_and_after(const std::string& name, const std::string& steps,
+                                     const std::string& args) {
+  const fs::path dir = fs::temp_directory_path() / name;
+  fs::remove_all(dir);
+  std::string log;
+  EXPECT_EQ(
+      play(dir, "screenshot before.png\n" + steps + "\nwait 3\nscreenshot after.png\n", args, &log),
+      0)
+      << log;
+  return {load_png(dir / "before.png"), load_png(dir / "after.png")};
 }
 
 // The timeline's lanes and ruler (not the header line, whose drawing time varies).
@@ -339,14 +353,9 @@ TEST(Gui, TheProgramLaneDrawsEachItemAsABox) {
 // Comparing the scan build with the heads build, each with its own tiles: clicking "per stage"
 // opens the table of both runs' stages and their difference under the totals.
 TEST(Gui, ClickingPerStageOpensTheDifferenceTable) {
-  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_compare_table";
-  fs::remove_all(dir);
-  std::string log;
-  ASSERT_EQ(play(dir, "screenshot closed.png\nclick 380 56\nwait 3\nscreenshot open.png\n",
-                 "--kernel gdn-layer --build scan --compare gdn-layer --compare-build heads", &log),
-            0)
-      << log;
-  const Png closed = load_png(dir / "closed.png"), open = load_png(dir / "open.png");
+  const auto [closed, open] =
+      before_and_after("tpusim_gui_compare_table", "click 380 56",
+                       "--kernel gdn-layer --build scan --compare gdn-layer --compare-build heads");
   ASSERT_EQ(open.w, 1600);
   // About 16 rows of six numbers where the stall bar and utilisation lines were.
   EXPECT_GT(light_pixels(open, 360, 70, 1000, 330),
@@ -472,4 +481,21 @@ TEST(Gui, StepLanesGroupByKindAndPassAndOpenTheirKernels) {
     EXPECT_GT(items, 0) << span.name;
     EXPECT_EQ(w.items, items) << span.name;
   }
+}
+
+// The scan's chain made visible: ticking "critical path" over a few of gdn-scan-fwd's grid steps
+// draws arrows and outlines (white) across the lanes, and names the path's time by cause.
+TEST(Gui, TheScanKernelsCriticalPathIsDrawn) {
+  const auto [off, on] = before_and_after("tpusim_gui_critical_path", "click 312 377",
+                                          "--kernel gdn-scan-fwd --window-us 120 124");
+  ASSERT_EQ(on.w, 1600);
+  auto white = [](const Png& p) {
+    return count_pixels(p, 110, 430, 1590, 690,
+                        [](int r, int g, int b) { return r > 230 && g > 230 && b > 230; });
+  };
+  // Off, the white pixels are the ruler's and lanes' labels (about 2,000); the outlines and
+  // arrows of the ~30 path ops in view add about 1,800.
+  EXPECT_GT(white(on), white(off) + 1000);
+  // The line naming the path's causes sits above the lanes.
+  EXPECT_GT(light_pixels(on, 10, 388, 1300, 404), light_pixels(off, 10, 388, 1300, 404) + 500);
 }
