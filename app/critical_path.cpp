@@ -131,7 +131,9 @@ CriticalPath critical_path(const RunResult& r, const Program& p, int item, int c
 }
 
 std::string critical_path_text(const CriticalPath& path, double clock_hz) {
-  if (path.events.empty()) return "no critical path (no recorded body ops)";
+  if (path.events.empty())
+    return "no critical path: none of its grid steps was simulated op by op here (a replayed "
+           "call, or no timeline)";
   std::vector<std::pair<int64_t, std::string>> parts;
   for (const auto& [cause, cycles] : path.cycles) parts.emplace_back(cycles, cause);
   std::sort(parts.rbegin(), parts.rend());

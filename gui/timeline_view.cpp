@@ -201,6 +201,7 @@ void draw_paths(ImDrawList* dl, const RunResult& r, const TimelineLanes& lanes, 
   for (const PathEdge* edge : shown) {
     const TimelineEvent &a = r.events[edge->from], &b = r.events[edge->to];
     const ImVec2 p0(f.x_of(a.end), centre(a)), p1(f.x_of(b.start), centre(b));
+    if (std::abs(p1.x - p0.x) + std::abs(p1.y - p0.y) < 4) continue;  // within a pixel or two
     dl->AddLine(p0, p1, colour, edge->data ? 1.5f : 1.0f);
     const float dir = p1.x >= p0.x ? 1.0f : -1.0f;  // an arrowhead pointing along the edge
     dl->AddTriangleFilled(p1, ImVec2(p1.x - 5 * dir, p1.y - 3), ImVec2(p1.x - 5 * dir, p1.y + 3),
@@ -211,6 +212,7 @@ void draw_paths(ImDrawList* dl, const RunResult& r, const TimelineLanes& lanes, 
       const TimelineEvent& e = r.events[i];
       if (e.end < f.from || e.start > to) continue;
       const float y = f.lane_y(lanes.lane_of[e.unit]);
+      if (f.x_of(e.end) - f.x_of(e.start) < 3) continue;  // too narrow to outline
       dl->AddRect(ImVec2(f.x_of(e.start), y + 2), ImVec2(f.x_of(e.end) + 1, y + lane_height() - 2),
                   colour);
     }
@@ -354,7 +356,12 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
       dl->AddText(ImVec2(x0 + 4, f.lane_y(lanes.lane_of[e.unit]) + 3), IM_COL32(255, 255, 255, 255),
                   "fast-forwarded");
   }
-  if (paths && st.show_path) draw_paths(dl, r, lanes, f, *paths);
+  if (paths && st.show_path) {
+    dl->PushClipRect(ImVec2(f.origin.x + label_width(), f.origin.y),
+                     ImVec2(f.origin.x + f.width, f.origin.y + height), true);
+    draw_paths(dl, r, lanes, f, *paths);
+    dl->PopClipRect();
+  }
   if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
     tooltip(r, *e, program);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;

@@ -36,5 +36,14 @@ eval "$G --kernel gdn-scan-fwd --head-tile-fwd 8 --window-us 300 306 --screensho
 eval "$G --kernel gdn-invert --tile-n 8 --window-us 300 330 --screenshot docs/img/gui_ladder.png"
 eval "$G --kernel gdn-solve-triangular --window-us 1000 1040 --screenshot docs/img/gui_solve.png"
 eval "$G --kernel gdn-invert --compare gdn-solve-triangular --seq 1024 --screenshot docs/img/gui_compare_ladder_solve.png"
-eval "$G scenarios/calibration/c1/c1_ladder.yaml --kernel gdn-layer --build main --compare gdn-layer --compare-build ladder --screenshot docs/img/gui_step.png"
+eval "$G scenarios/calibration/c1/c1_ladder.yaml --screenshot docs/img/gui_step.png"
+# Scripted: a click on layers 0-2's GDN forward, then on a kernel of it; the scan's critical path.
+script=$(mktemp)
+printf 'click 200 439\nwait 3\nclick 1475 668\nwait 3\nclick 482 622\nwait 3\nscreenshot docs/img/gui_step_drill.png\n' >"$script"
+eval "$G scenarios/calibration/c1/c1_ladder.yaml --script $script"
+printf 'click 312 377\nwait 3\nscreenshot docs/img/gui_scan_path.png\n' >"$script"
+eval "$G --kernel gdn-scan-fwd --window-us 120 124 --script $script"
+printf 'click 312 377\nwait 3\nscreenshot docs/img/gui_solve_path.png\n' >"$script"
+eval "$G --kernel gdn-solve-triangular --window-us 104 112 --script $script"
+rm -f "$script"
 eval "$G --kernel gdn-layer --build ladder --screenshot docs/img/gui_ladder_layer_v5e.png"
