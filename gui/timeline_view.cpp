@@ -249,6 +249,26 @@ void legend() {
   ImGui::NewLine();
 }
 
+// The tooltip of the event or item under the mouse; right-click an op to highlight its grid step,
+// click a kernel's box to fit the view to it.
+void hover_and_click(const RunResult& r, const TimelineLanes& lanes, const Frame& f, bool hovered,
+                     const ItemResult* hovered_item, const Program* program, TimelineState& st) {
+  if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
+    tooltip(r, *e, program);
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;
+  } else if (hovered && hovered_item) {
+    item_tooltip(r, *hovered_item);
+    // A click, not the end of a drag: the kernel's grid steps fill the view.
+    if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+        ImGui::GetIO().MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16) {
+      st.opened_item = static_cast<int>(hovered_item - r.items.data());
+      const int64_t margin = std::max<int64_t>(1, hovered_item->cycles / 50);
+      st.from = hovered_item->start - margin;
+      st.to = hovered_item->start + hovered_item->cycles + margin;
+    }
+  }
+}
+
 }  // namespace
 
 ImU32 im_colour(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
@@ -362,20 +382,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
     draw_paths(dl, r, lanes, f, *paths);
     dl->PopClipRect();
   }
-  if (const TimelineEvent* e = hovered ? hovered_event(r, lanes, f) : nullptr) {
-    tooltip(r, *e, program);
-    if (ImGui::IsMouseClicked(ImGuiMouseButton_Right)) st.selected_step = e->step;
-  } else if (hovered && hovered_item) {
-    item_tooltip(r, *hovered_item);
-    // A click, not the end of a drag: the kernel's grid steps fill the view.
-    if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
-        ImGui::GetIO().MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16) {
-      st.opened_item = static_cast<int>(hovered_item - r.items.data());
-      const int64_t margin = std::max<int64_t>(1, hovered_item->cycles / 50);
-      st.from = hovered_item->start - margin;
-      st.to = hovered_item->start + hovered_item->cycles + margin;
-    }
-  }
+  hover_and_click(r, lanes, f, hovered, hovered_item, program, st);
   legend();
 }
 
