@@ -1,5 +1,7 @@
 #include "gui/simulation.h"
 
+#include <fmt/format.h>
+
 #include "app/scenario.h"
 #include "app/step_structure.h"
 #include "app/why_slow.h"
@@ -24,6 +26,31 @@ Shown simulate_one(const ChipSpec& chip, const KernelChoice& k) {
     if (std::holds_alternative<KernelCall>(s.program.items[i].what))
       s.paths.push_back(critical_path(s.run, s.program, static_cast<int>(i)));
   return s;
+}
+
+// The rest of "why is this slow" for a kernel: the share of its longest call that is the chain of
+// dependent ops, and what batching would change (the kernel simulated again at twice the batch:
+// per sample = (t(2B) - t(B)) / B, the rest does not grow with the batch).
+void why_chain_and_batch(const ChipSpec& chip, const KernelChoice& k, const Shown& s,
+                         std::vector<std::string>& why) {
+  const CriticalPath* longest = nullptr;
+  for (const CriticalPath& p : s.paths)
+    if (!longest || p.to - p.from > longest->to - longest->from) longest = &p;
+  if (longest && !longest->events.empty())
+    why.push_back(fmt::format("{:.0f}% of the run is one chain of dependent ops: {}",
+                              100.0 * (longest->to - longest->from) / s.run.cycles,
+                              critical_path_text(*longest, s.run.clock_hz)));
+  constexpr const char* kBatch = "batch-per-chip";
+  if (!k.knobs.has(kBatch)) return;
+  KernelChoice twice = k;
+  const int64_t b = k.knobs.integer(kBatch);
+  twice.knobs.set(kBatch, 2 * b);
+  const double t2 = simulate(chip, twice.entry().program(chip, twice.knobs)).time_s;
+  const double t1 = s.run.time_s, per_sample = (t2 - t1) / b, fixed = t1 - b * per_sample;
+  why.push_back(fmt::format(
+      "batching: at batch {} the run takes {:.4f} ms, of which {:.4f} ms does not grow with the "
+      "batch ({:.0f}%); each sample adds {:.4f} ms (simulated at batch {})",
+      b, t1 * 1e3, fixed * 1e3, 100 * fixed / t1, per_sample * 1e3, 2 * b));
 }
 
 }  // namespace
@@ -54,6 +81,11 @@ Outcome simulate_knobs(const Knobs& k) {
     o.what = k.main.label();
     o.run = simulate_one(chip, k.main);
     o.why = why_slow(o.run->run, chip);
+    try {
+      why_chain_and_batch(chip, k.main, *o.run, o.why);
+    } catch (const std::exception& e) {  // twice the batch may not fit: say so, keep the run
+      o.why.push_back(std::string("batching: at twice the batch, ") + e.what());
+    }
     if (k.compare) o.compare = simulate_one(chip, *k.compare);
   } catch (const std::exception& e) {
     o.error = e.what();

@@ -160,6 +160,8 @@ struct Session {
                      step_shown.step->step_time_s);
     } else {
       shown = std::move(*result);
+      if (headless)
+        for (const std::string& line : shown.why) std::fprintf(stderr, "why: %s\n", line.c_str());
       const TimelineState before = tl;
       tl = view_of(shown, o.window_us);
       std::copy(std::begin(before.find), std::end(before.find), tl.find);  // the search stays

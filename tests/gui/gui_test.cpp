@@ -499,3 +499,17 @@ TEST(Gui, TheScanKernelsCriticalPathIsDrawn) {
   // The line naming the path's causes sits above the lanes.
   EXPECT_GT(light_pixels(on, 10, 388, 1300, 404), light_pixels(off, 10, 388, 1300, 404) + 500);
 }
+
+// "Why is this slow?" for the scan forward at batch 1: the share that is one chain of dependent
+// ops (its critical path by cause), and what doubling the batch would cost.
+TEST(Gui, WhySlowNamesTheChainAndWhatBatchingBuys) {
+  int status = -1;
+  const Png p = screenshot("--kernel gdn-scan-fwd", &status);
+  ASSERT_EQ(status, 0) << p.log;
+  EXPECT_NE(p.log.find("% of the run is one chain of dependent ops: critical path "),
+            std::string::npos)
+      << p.log;
+  const size_t batch = p.log.find("why: batching: at batch 1 the run takes ");
+  ASSERT_NE(batch, std::string::npos) << p.log;
+  EXPECT_NE(p.log.find("each sample adds", batch), std::string::npos) << p.log;
+}
