@@ -91,6 +91,15 @@ bool knobs_panel(Knobs& k, const std::vector<std::string>& chips) {
   if (k.compare) {
     ImGui::Separator();
     ImGui::Text("compared: %s", k.compare->entry().name.c_str());
+    // On another chip: both drawn on one time axis (each in its own clock's cycles).
+    ImGui::SetNextItemWidth(kKnobWidth * em());
+    if (ImGui::BeginCombo("on chip",
+                          k.compare_chip.empty() ? "(the same)" : k.compare_chip.c_str())) {
+      if (ImGui::Selectable("(the same)", k.compare_chip.empty())) k.compare_chip.clear();
+      for (const std::string& c : chips)
+        if (ImGui::Selectable(c.c_str(), c == k.compare_chip)) k.compare_chip = c;
+      ImGui::EndCombo();
+    }
     kernel_knobs("compare", *k.compare);
   }
   return !(before == k);

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   const auto builds = CLI::IsMember(kernels::gdn::build_names());
   app.add_option("--compare-build", compare_build, "GDN build of the compared kernel")
       ->check(builds);
+  app.add_option("--compare-chip", w.knobs.compare_chip,
+                 "the compared kernel's chip (default: --chip); both on one time axis");
   app.add_option("--step-build", step_build,
                  "run the scenario's GDN layers in this build instead of the file's")
       ->check(builds);
@@ -95,6 +97,11 @@ int main(int argc, char** argv) {
     if (auto stop = named("--kernel", [&] { shown = catalog_index(kernel); })) return *stop;
     if (!compare.empty())
       if (auto stop = named("--compare", [&] { catalog_index(compare); })) return *stop;
+    if (!w.knobs.compare_chip.empty()) {
+      if (compare.empty()) return fail("--compare-chip: needs --compare (the kernel to compare)");
+      if (auto stop = named("--compare-chip", [&] { load_chip(w.knobs.compare_chip); }))
+        return *stop;
+    }
     w.knobs.main = gui::switch_kernel(shown, {});
     knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
     if (!compare.empty()) {

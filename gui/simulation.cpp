@@ -86,7 +86,11 @@ Outcome simulate_knobs(const Knobs& k) {
     } catch (const std::exception& e) {  // twice the batch may not fit: say so, keep the run
       o.why.push_back(std::string("batching: at twice the batch, ") + e.what());
     }
-    if (k.compare) o.compare = simulate_one(chip, *k.compare);
+    if (k.compare && k.compare_chip.empty()) o.compare = simulate_one(chip, *k.compare);
+    if (k.compare && !k.compare_chip.empty()) {
+      o.compare = simulate_one(load_chip(k.compare_chip), *k.compare);
+      o.compare->what += " on " + k.compare_chip;
+    }
   } catch (const std::exception& e) {
     o.error = e.what();
   }

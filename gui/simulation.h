@@ -34,6 +34,7 @@ struct Knobs {
   std::string chip;
   KernelChoice main;
   std::optional<KernelChoice> compare;
+  std::string compare_chip;  // the compared kernel's chip ("": the shown kernel's)
   bool operator==(const Knobs&) const = default;
 };
 

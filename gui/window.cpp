@@ -10,6 +10,7 @@
 
 #include <cfloat>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "gui/em.h"
@@ -92,9 +93,22 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
     if (tl.show_path)
       for (const CriticalPath& path : s->paths)
         ImGui::TextUnformatted(critical_path_text(path, s->run.clock_hz).c_str());
-    // The same window (from, to) on the same cycle axis: two schedules line up.
-    draw_timeline(s->run, s->lanes, tl, s == &*shown.run ? "timeline" : "compare", &s->program,
-                  &s->paths);
+    if (s == &*shown.run) {
+      draw_timeline(s->run, s->lanes, tl, "timeline", &s->program, &s->paths);
+      continue;
+    }
+    // The same window in time: the compared run's cycles, on its chip's clock, line up with the
+    // first's; zooming or panning either moves both.
+    const double ratio = s->run.clock_hz / shown.run->run.clock_hz;
+    TimelineState c = tl;
+    c.from = std::llround(tl.from * ratio);
+    c.to = std::llround(tl.to * ratio);
+    c.fit_cycles = std::llround(tl.fit_cycles * ratio);
+    const TimelineState scaled = c;
+    draw_timeline(s->run, s->lanes, c, "compare", &s->program, &s->paths);
+    if (c.from != scaled.from || c.to != scaled.to)
+      tl.from = std::llround(c.from / ratio), tl.to = std::llround(c.to / ratio);
+    tl.selected_step = c.selected_step;
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -104,7 +118,11 @@ TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
   TimelineState tl;
   if (!o.run) return tl;
   const RunResult& r = o.run->run;
-  tl.fit_cycles = std::max(r.cycles, o.compare ? o.compare->run.cycles : 0);
+  // The longer run in the first's cycles (the compared one may run on another clock).
+  tl.fit_cycles = std::max<int64_t>(
+      r.cycles, o.compare
+                    ? std::llround(o.compare->run.cycles * r.clock_hz / o.compare->run.clock_hz)
+                    : int64_t{0});
   if (window_us.size() == 2) {
     tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * r.clock_hz);
     tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * r.clock_hz);

@@ -513,3 +513,32 @@ TEST(Gui, WhySlowNamesTheChainAndWhatBatchingBuys) {
   ASSERT_NE(batch, std::string::npos) << p.log;
   EXPECT_NE(p.log.find("each sample adds", batch), std::string::npos) << p.log;
 }
+
+// The program row's box in rows [y0, y1): its leftmost and rightmost item-coloured columns.
+std::pair<int, int> item_box(const Png& p, int y0, int y1) {
+  int left = p.w, right = -1;
+  for (int y = y0; y < y1; ++y)
+    for (int x = 100; x < p.w - 20; ++x)
+      if (item_pixels(p, x, y, x + 1, y + 1)) left = std::min(left, x), right = std::max(right, x);
+  return {left, right};
+}
+
+// The scan forward on v5e against itself on v6e: one time axis, so both calls start after the
+// same host dispatch (0.1 ms, at the same x), and v6e's ends first; on a shared cycle axis
+// v6e's faster clock would push its start right by ~40 px. A bad --compare-chip names the flag.
+TEST(Gui, CompareOnAnotherChipSharesTheTimeAxis) {
+  int status = -1;
+  const Png p =
+      screenshot("--kernel gdn-scan-fwd --compare gdn-scan-fwd --compare-chip v6e", &status);
+  ASSERT_EQ(status, 0) << p.log;
+  const auto [first_left, first_right] = item_box(p, 430, 445);
+  const auto [v6e_left, v6e_right] = item_box(p, 768, 783);
+  ASSERT_GT(first_right, 0);
+  ASSERT_GT(v6e_right, 0);
+  EXPECT_NEAR(v6e_left, first_left, 3);
+  EXPECT_LT(v6e_right, first_right - 300);
+  const Png bad =
+      screenshot("--kernel gdn-scan-fwd --compare gdn-scan-fwd --compare-chip v9", &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --compare-chip: ", 0), 0u) << bad.log;
+}
