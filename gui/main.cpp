@@ -37,6 +37,17 @@ void add_view_options(CLI::App& app, gui::WindowOptions& w, std::string& script)
       ->expected(2);
 }
 
+// The compared kernel: which, in which build, on which chip.
+void add_compare_options(CLI::App& app, gui::WindowOptions& w, std::string& compare,
+                         std::string& compare_build) {
+  app.add_option("--compare", compare,
+                 "a second kernel drawn under the first on the same time axis");
+  app.add_option("--compare-build", compare_build, "GDN build of the compared kernel")
+      ->check(CLI::IsMember(kernels::gdn::build_names()));
+  app.add_option("--compare-chip", w.knobs.compare_chip,
+                 "the compared kernel's chip (default: --chip); both on one time axis");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,13 +61,8 @@ int main(int argc, char** argv) {
   app.add_option("--kernel", kernel, "the kernel shown (any of `tpusim kernel --help`)")
       ->capture_default_str();
   app.add_option("--chip", w.knobs.chip, "chip name or chip YAML file")->capture_default_str();
-  app.add_option("--compare", compare,
-                 "a second kernel drawn under the first on the same time axis");
   const auto builds = CLI::IsMember(kernels::gdn::build_names());
-  app.add_option("--compare-build", compare_build, "GDN build of the compared kernel")
-      ->check(builds);
-  app.add_option("--compare-chip", w.knobs.compare_chip,
-                 "the compared kernel's chip (default: --chip); both on one time axis");
+  add_compare_options(app, w, compare, compare_build);
   app.add_option("--step-build", step_build,
                  "run the scenario's GDN layers in this build instead of the file's")
       ->check(builds);
