@@ -106,24 +106,36 @@ std::vector<std::pair<std::string, int64_t>> stage_cycles(const RunResult& r) {
   return out;
 }
 
-std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second) {
+std::vector<StageDifference> side_by_side(const std::vector<std::pair<std::string, double>>& first,
+                                          double first_total,
+                                          const std::vector<std::pair<std::string, double>>& second,
+                                          double second_total, const std::string& total_name) {
   std::vector<StageDifference> rows;
-  auto add = [&](const RunResult& r, double StageDifference::*s, double StageDifference::*share) {
-    for (const auto& stage_and_cycles : stage_cycles(r)) {
-      const std::string& stage = stage_and_cycles.first;
-      const int64_t cycles = stage_and_cycles.second;
+  auto add = [&](const std::vector<std::pair<std::string, double>>& side, double total,
+                 double StageDifference::*t, double StageDifference::*share) {
+    for (const auto& named : side) {
       auto it = std::find_if(rows.begin(), rows.end(),
-                             [&](const StageDifference& d) { return d.stage == stage; });
-      if (it == rows.end()) it = rows.insert(rows.end(), StageDifference{stage});
-      (*it).*s = cycles / r.clock_hz;
-      (*it).*share = r.cycles > 0 ? static_cast<double>(cycles) / r.cycles : 0;
+                             [&](const StageDifference& d) { return d.stage == named.first; });
+      if (it == rows.end()) it = rows.insert(rows.end(), StageDifference{named.first});
+      (*it).*t = named.second;
+      (*it).*share = total > 0 ? named.second / total : 0;
     }
   };
-  add(first, &StageDifference::first_s, &StageDifference::first_share);
-  add(second, &StageDifference::second_s, &StageDifference::second_share);
-  rows.push_back({"total", first.time_s, second.time_s, 1, 1});
+  add(first, first_total, &StageDifference::first_s, &StageDifference::first_share);
+  add(second, second_total, &StageDifference::second_s, &StageDifference::second_share);
+  rows.push_back({total_name, first_total, second_total, 1, 1});
   for (StageDifference& d : rows) d.delta_s = d.second_s - d.first_s;
   return rows;
+}
+
+std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second) {
+  auto seconds = [](const RunResult& r) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& [stage, cycles] : stage_cycles(r))
+      out.emplace_back(stage, cycles / r.clock_hz);
+    return out;
+  };
+  return side_by_side(seconds(first), first.time_s, seconds(second), second.time_s, "total");
 }
 
 std::string summary_text(const RunResult& r, const ChipSpec& chip) {

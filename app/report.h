@@ -40,6 +40,12 @@ struct StageDifference {
 // Every stage of either run (the first's in its order, then the second's others), and a last row
 // "total" with the runs' whole times (host dispatch included).
 std::vector<StageDifference> stage_difference(const RunResult& first, const RunResult& second);
+// The same for any two lists of named times: shares of each side's total, the first's names in
+// order then the second's others, and a last row `total_name` with the totals.
+std::vector<StageDifference> side_by_side(const std::vector<std::pair<std::string, double>>& first,
+                                          double first_total,
+                                          const std::vector<std::pair<std::string, double>>& second,
+                                          double second_total, const std::string& total_name);
 
 // `config` echoes the resolved inputs (chip, kernel, knobs) next to the results.
 nlohmann::json result_json(const RunResult& r, const ChipSpec& chip, const nlohmann::json& config);

@@ -23,6 +23,18 @@ std::map<std::string, double> unit_utilisation(const StepPrediction& p) {
   return u;
 }
 
+std::vector<StageDifference> step_part_difference(const StepPrediction& first,
+                                                  const StepPrediction& second) {
+  auto seconds = [](const StepPrediction& p) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const StepPart& part : p.parts)
+      out.emplace_back(part.name, part.count * (part.compute_s + part.exposed_s));
+    return out;
+  };
+  return side_by_side(seconds(first), first.step_time_s, seconds(second), second.step_time_s,
+                      "step");
+}
+
 std::string unit_utilisation_text(const StepPrediction& p) {
   const auto shares = unit_utilisation(p);
   std::string out;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/report.h"
 #include "app/scenario.h"
 
 namespace tpusim {
@@ -18,6 +19,10 @@ std::map<std::string, double> unit_utilisation(const StepPrediction& p);
 
 // The same as one line: "mxu 73.7%  vpu 12.8%  ...", zero shares left out.
 std::string unit_utilisation_text(const StepPrediction& p);
+// Two steps part by part: each part's share of its step (count x (compute + exposed
+// collectives)), the first's parts in order then the second's others, and a last row "step".
+std::vector<StageDifference> step_part_difference(const StepPrediction& first,
+                                                  const StepPrediction& second);
 nlohmann::json step_json(const Scenario& s, const StepPrediction& p);
 
 // "what batching buys" per part: the batch-independent and per-sample times (batch_split), and

@@ -10,6 +10,7 @@
 #include "app/command_line.h"
 #include "app/knob_options.h"
 #include "app/program_import.h"
+#include "app/scenario.h"
 #include "app/sim_flags.h"
 #include "gui/window.h"
 #include "kernels/gdn/layer.h"
@@ -46,6 +47,39 @@ void add_compare_options(CLI::App& app, gui::WindowOptions& w, std::string& comp
       ->check(CLI::IsMember(kernels::gdn::build_names()));
   app.add_option("--compare-chip", w.knobs.compare_chip,
                  "the compared kernel's chip (default: --chip); both on one time axis");
+  app.add_option("--compare-scenario", w.compare_scenario,
+                 "a second scenario whose training step is drawn under the first's");
+}
+
+// An error line, exit status 2.
+int fail(const std::string& what) {
+  std::fprintf(stderr, "tpusim-gui: error: %s\n", what.c_str());
+  return 2;
+}
+
+// Runs `check`; a failure is an error line naming `flag`.
+template <typename Check>
+std::optional<int> named(const char* flag, Check check) {
+  try {
+    check();
+    return std::nullopt;
+  } catch (const Error& e) {
+    return fail(std::string(flag) + ": " + e.what());
+  }
+}
+
+// The compared scenario and the compared kernel's chip: each needs what it is compared with.
+std::optional<int> check_compared(const gui::WindowOptions& w, const std::string& compare) {
+  if (!w.compare_scenario.empty()) {
+    if (w.scenario.empty()) return fail("--compare-scenario: needs a scenario file to compare");
+    if (auto stop = named("--compare-scenario", [&] { load_scenario(w.compare_scenario); }))
+      return stop;
+  }
+  if (!w.knobs.compare_chip.empty()) {
+    if (compare.empty()) return fail("--compare-chip: needs --compare (the kernel to compare)");
+    if (auto stop = named("--compare-chip", [&] { load_chip(w.knobs.compare_chip); })) return stop;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -77,10 +111,6 @@ int main(int argc, char** argv) {
   if (const auto stop = parse_command_line(app, "tpusim-gui", argc, argv)) return *stop;
 
   apply_sim_flags(sim_flags);
-  auto fail = [](const std::string& what) {
-    std::fprintf(stderr, "tpusim-gui: error: %s\n", what.c_str());
-    return 2;
-  };
   try {
     if (!w.scenario.empty() && is_program_file(w.scenario)) {
       // A program from JAX joins the catalog (before anything holds an entry) and is shown.
@@ -90,24 +120,12 @@ int main(int argc, char** argv) {
       w.scenario.clear();
     }
     // A bad flag's error names the flag.
-    auto named = [&](const char* flag, auto check) {
-      try {
-        check();
-        return std::optional<int>();
-      } catch (const Error& e) {
-        return std::optional<int>(fail(std::string(flag) + ": " + e.what()));
-      }
-    };
     int shown = 0;
     if (auto stop = named("--chip", [&] { load_chip(w.knobs.chip); })) return *stop;
     if (auto stop = named("--kernel", [&] { shown = catalog_index(kernel); })) return *stop;
     if (!compare.empty())
       if (auto stop = named("--compare", [&] { catalog_index(compare); })) return *stop;
-    if (!w.knobs.compare_chip.empty()) {
-      if (compare.empty()) return fail("--compare-chip: needs --compare (the kernel to compare)");
-      if (auto stop = named("--compare-chip", [&] { load_chip(w.knobs.compare_chip); }))
-        return *stop;
-    }
+    if (auto stop = check_compared(w, compare)) return *stop;
     w.knobs.main = gui::switch_kernel(shown, {});
     knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
     if (!compare.empty()) {

@@ -22,9 +22,9 @@ void run_panel(const Outcome& o);
 bool step_panel(const std::string& file, const Outcome& o,
                 std::optional<kernels::gdn::Build>& step_build);
 
-// A small file browser in a popup: folders and *.yaml files of `dir`. Returns true with `file`
-// set when a scenario file was picked.
-bool open_scenario_popup(std::filesystem::path& dir, std::string& file);
+// A small file browser in the popup `id`: folders and *.yaml files of `dir`. Returns true with
+// `file` set when a scenario file was picked.
+bool open_scenario_popup(const char* id, std::filesystem::path& dir, std::string& file);
 
 // Errors in red, wrapped.
 void error_text(const std::string& error);

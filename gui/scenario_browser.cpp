@@ -7,10 +7,10 @@
 
 namespace tpusim::gui {
 
-bool open_scenario_popup(std::filesystem::path& dir, std::string& file) {
+bool open_scenario_popup(const char* id, std::filesystem::path& dir, std::string& file) {
   namespace fs = std::filesystem;
   bool picked = false;
-  if (!ImGui::BeginPopup("open scenario")) return false;
+  if (!ImGui::BeginPopup(id)) return false;
   ImGui::TextUnformatted(dir.string().c_str());
   ImGui::BeginChild("files", ImVec2(520 * em(), 360 * em()), true);
   if (ImGui::Selectable("../")) dir = dir.parent_path();

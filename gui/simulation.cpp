@@ -97,7 +97,8 @@ Outcome simulate_knobs(const Knobs& k) {
   return o;
 }
 
-Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build) {
+Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build,
+                          const std::string& compare) {
   Outcome o;
   o.scenario = true;
   try {
@@ -118,6 +119,12 @@ Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::B
     if (s.step.gdn.build == as_measured) o.validation = validation_rows(s, *o.step);
     o.what = s.name;
     o.peak_flops = s.step.chip.peak_bf16_flops;
+    if (!compare.empty()) {
+      const Scenario c = load_scenario(compare);
+      o.compare_step = predict_step(c.step);
+      o.compare_spans = step_structure(c.step, *o.compare_step);
+      o.compare_what = c.name;
+    }
   } catch (const std::exception& e) {
     o.error = e.what();
   }

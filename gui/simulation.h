@@ -53,6 +53,10 @@ struct Outcome {
   std::optional<StepPrediction> step;
   std::vector<TraceSpan> step_spans;  // the step's predicted structure (app/step_structure.h)
   std::optional<Shown> layers;        // one layer of each kind, simulated: the step's drill-down
+  // A second scenario's step (its file's own build), compared with the first.
+  std::optional<StepPrediction> compare_step;
+  std::vector<TraceSpan> compare_spans;
+  std::string compare_what;
   std::vector<ValidationRow> validation;  // predicted against the scenario's measured values
   std::vector<BatchSplit> batch;          // each part's batch-independent and per-sample time
   int64_t batch_per_chip = 0;
@@ -63,7 +67,9 @@ struct Outcome {
 };
 
 Outcome simulate_knobs(const Knobs& k);
-// `build`: the build to run the scenario's GDN layers in (none: the file's own).
-Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build);
+// `build`: the build to run the scenario's GDN layers in (none: the file's own); `compare`: a
+// second scenario file to predict beside it ("": none).
+Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build,
+                          const std::string& compare = "");
 
 }  // namespace tpusim::gui

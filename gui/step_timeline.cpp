@@ -133,7 +133,7 @@ StageWindow stage_window(const RunResult& r, const TraceSpan& s) {
 int draw_step_timeline(const std::vector<TraceSpan>& spans, StepTimelineState& st) {
   if (spans.empty()) return -1;
   const double step_s = spans.back().start_s + spans.back().duration_s;
-  if (st.to_s <= st.from_s) st.from_s = 0, st.to_s = step_s;
+  if (st.to_s <= st.from_s) st.from_s = 0, st.to_s = std::max(step_s, st.fit_s);
   const std::vector<std::string> lanes = step_lanes(spans);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   Frame f;

@@ -17,6 +17,7 @@ namespace tpusim::gui {
 
 struct StepTimelineState {
   double from_s = 0, to_s = 0;  // visible seconds; to_s <= from_s: the whole step
+  double fit_s = 0;             // the whole step at least this long (a longer compared one)
   int selected = -1;            // the selected span
 };
 

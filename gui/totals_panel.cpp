@@ -104,44 +104,14 @@ void batch_table(const Outcome& o) {
   ImGui::EndTable();
 }
 
-void step_totals(const Outcome& o) {
-  const StepPrediction& s = *o.step;
-  ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
-              s.step_time_s, s.tokens_per_s_per_chip, s.tflops_per_s_per_chip, 100 * s.mfu);
-  ImGui::ProgressBar(
-      static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300 * em(), 0),
-      ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
-          .c_str());
-  ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
-  // Two columns, so every row fits the panel at the default window size: the parts and
-  // predicted against measured on the left, what batching buys on the right.
-  if (!ImGui::BeginTable("step columns", 2, ImGuiTableFlags_SizingStretchProp)) return;
-  ImGui::TableNextColumn();
-  for (const StepPart& part : s.parts)
-    ImGui::Text("%-28s x%-3lld %9.3f ms (+%.3f ms exposed)", part.name.c_str(),
-                static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
-  validation_table(o.validation);
-  ImGui::TableNextColumn();
-  batch_table(o);
-  ImGui::EndTable();
-}
-
-}  // namespace
-
-void error_text(const std::string& error) {
-  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 110, 255));
-  ImGui::TextWrapped("error: %s", error.c_str());
-  ImGui::PopStyleColor();
-}
-
-// The two compared runs stage by stage: time, share of the run, and the difference.
-void stage_difference_table(const RunResult& first, const RunResult& second) {
-  const std::vector<StageDifference> rows = stage_difference(first, second);
-  if (rows.size() < 2 || !ImGui::TreeNode("per stage (first, compared, difference)")) return;
+// Two compared runs or steps row by row (stage or part): time, share, and the difference.
+void difference_table(const std::vector<StageDifference>& rows, const char* title,
+                      const char* what) {
+  if (rows.size() < 2 || !ImGui::TreeNode(title)) return;
   const ImGuiTableFlags flags =
       ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
-  if (ImGui::BeginTable("stages", 6, flags)) {
-    for (const char* h : {"stage", "first ms", "share", "compared ms", "share", "difference ms"})
+  if (ImGui::BeginTable("differences", 6, flags)) {
+    for (const char* h : {what, "first ms", "share", "compared ms", "share", "difference ms"})
       ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (const StageDifference& d : rows) {
@@ -163,6 +133,44 @@ void stage_difference_table(const RunResult& first, const RunResult& second) {
   ImGui::TreePop();
 }
 
+void step_totals(const Outcome& o) {
+  const StepPrediction& s = *o.step;
+  ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
+              s.step_time_s, s.tokens_per_s_per_chip, s.tflops_per_s_per_chip, 100 * s.mfu);
+  ImGui::ProgressBar(
+      static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300 * em(), 0),
+      ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
+          .c_str());
+  ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
+  // Two columns, so every row fits the panel at the default window size: the parts and
+  // predicted against measured on the left, what batching buys on the right.
+  if (!ImGui::BeginTable("step columns", 2, ImGuiTableFlags_SizingStretchProp)) return;
+  ImGui::TableNextColumn();
+  for (const StepPart& part : s.parts)
+    ImGui::Text("%-28s x%-3lld %9.3f ms (+%.3f ms exposed)", part.name.c_str(),
+                static_cast<long long>(part.count), part.compute_s * 1e3, part.exposed_s * 1e3);
+  validation_table(o.validation);
+  ImGui::TableNextColumn();
+  if (o.compare_step) {
+    const StepPrediction& c = *o.compare_step;
+    ImGui::Text("compared with %s: step %.4f s, %.1f tokens/s/chip (%.2fx the first)",
+                o.compare_what.c_str(), c.step_time_s, c.tokens_per_s_per_chip,
+                c.step_time_s / s.step_time_s);
+    ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);
+    difference_table(step_part_difference(s, c), "per part (first, compared, difference)", "part");
+  }
+  batch_table(o);
+  ImGui::EndTable();
+}
+
+}  // namespace
+
+void error_text(const std::string& error) {
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 110, 255));
+  ImGui::TextWrapped("error: %s", error.c_str());
+  ImGui::PopStyleColor();
+}
+
 void run_panel(const Outcome& o) {
   if (!o.error.empty()) return error_text(o.error);
   if (!o.run) return;
@@ -175,7 +183,9 @@ void run_panel(const Outcome& o) {
                 o.compare->what.c_str(), c.time_s * 1e3, c.flops / c.time_s / 1e12,
                 c.time_s / r.time_s);
   }
-  if (o.compare) stage_difference_table(r, o.compare->run);
+  if (o.compare)
+    difference_table(stage_difference(r, o.compare->run), "per stage (first, compared, difference)",
+                     "stage");
   if (!o.why.empty() && ImGui::TreeNode("why is this slow?")) {
     for (const std::string& line : o.why) ImGui::TextWrapped("- %s", line.c_str());
     ImGui::TreePop();

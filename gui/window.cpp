@@ -158,8 +158,9 @@ struct Session {
     show(View::kernel);
   }
   void submit_step() {
-    worker.submit(Worker::scenario,
-                  [f = o.scenario, b = o.step_build] { return simulate_scenario(f, b); });
+    worker.submit(Worker::scenario, [f = o.scenario, b = o.step_build, c = o.compare_scenario] {
+      return simulate_scenario(f, b, c);
+    });
     show(View::step);
   }
   // Takes a finished simulation; returns true if there was one.
@@ -169,6 +170,7 @@ struct Session {
     if (result->scenario) {
       step_shown = std::move(*result);
       step_tl = {};
+      if (step_shown.compare_step) step_tl.fit_s = step_shown.compare_step->step_time_s;
       layer_tl = {};
       if (!o.screenshot.empty() && step_shown.step)
         std::fprintf(stderr,
@@ -176,6 +178,9 @@ struct Session {
                      "step %.4f s\n",
                      step_shown.validation.size(), step_shown.batch.size(),
                      step_shown.step->step_time_s);
+      if (headless && step_shown.compare_step)
+        std::fprintf(stderr, "compared step: %s %.4f s\n", step_shown.compare_what.c_str(),
+                     step_shown.compare_step->step_time_s);
     } else {
       shown = std::move(*result);
       if (headless)
@@ -227,6 +232,14 @@ struct Session {
         step_shown.step->step_time_s);
     if (const int clicked = draw_step_timeline(step_shown.step_spans, step_tl); clicked >= 0)
       open_span(clicked);
+    if (step_shown.compare_step) {  // on the same window in seconds; its clicks select nothing
+      ImGui::Text("compared: %s, %.4f s", step_shown.compare_what.c_str(),
+                  step_shown.compare_step->step_time_s);
+      StepTimelineState c = step_tl;
+      c.selected = -1;
+      draw_step_timeline(step_shown.compare_spans, c);
+      step_tl.from_s = c.from_s, step_tl.to_s = c.to_s;
+    }
     const Shown& layers = *step_shown.layers;
     const double clock = layers.run.clock_hz;
     const int selected = step_tl.selected;
@@ -281,7 +294,12 @@ struct Session {
     ImGui::BeginChild("knobs", ImVec2(330 * em(), kTopPanelHeight * em()), true);
     ImGui::TextUnformatted("scenario and knobs");
     if (ImGui::Button("open scenario...")) ImGui::OpenPopup("open scenario");
-    if (open_scenario_popup(browse_dir, o.scenario)) submit_step();
+    if (open_scenario_popup("open scenario", browse_dir, o.scenario)) submit_step();
+    if (!o.scenario.empty()) {
+      ImGui::SameLine();
+      if (ImGui::Button("compare with...")) ImGui::OpenPopup("compare scenario");
+      if (open_scenario_popup("compare scenario", browse_dir, o.compare_scenario)) submit_step();
+    }
     if (knobs_panel(o.knobs, o.chips)) submit_knobs();
     ImGui::Text(worker.busy() ? "simulating..." : "ready");
     ImGui::EndChild();

@@ -15,6 +15,7 @@ struct WindowOptions {
   Knobs knobs;
   std::vector<std::string> chips;  // the chip menu
   std::string scenario;            // a scenario file whose step is shown ("" for none)
+  std::string compare_scenario;    // a second one, its step drawn under the first ("" for none)
   std::optional<kernels::gdn::Build> step_build;  // none: the file's own
   std::string screenshot;                         // render one frame to this PNG and return
   std::vector<double> window_us;                  // initial timeline window FROM TO

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "app/scenario.h"
+#include "app/step_report.h"
 #include "models/chip_loader.h"
 
 namespace tpusim {
@@ -51,6 +52,30 @@ TEST(StepStructure, LayersInOrderAddUpToTheStep) {
   EXPECT_EQ(order[0], "layer 0 gdn fwd");
   EXPECT_EQ(order[3], "layer 3 attention fwd");  // full_attention_interval 4
   EXPECT_EQ(order[4], "layer 4 gdn fwd");
+}
+
+// Two steps part by part, by hand: each part counts count x (compute + exposed).
+TEST(StepStructure, TwoStepsSideBySidePartByPart) {
+  StepPrediction a, b;
+  a.step_time_s = 10;
+  a.parts = {{.name = "gdn layer", .count = 3, .compute_s = 2, .exposed_s = 1},
+             {.name = "optimizer", .count = 1, .compute_s = 1}};
+  b.step_time_s = 4;
+  b.parts = {{.name = "attention layer", .count = 2, .compute_s = 1},
+             {.name = "optimizer", .count = 1, .compute_s = 2}};
+  const std::vector<StageDifference> d = step_part_difference(a, b);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].stage, "gdn layer");
+  EXPECT_DOUBLE_EQ(d[0].first_s, 9);
+  EXPECT_DOUBLE_EQ(d[0].first_share, 0.9);
+  EXPECT_DOUBLE_EQ(d[0].second_s, 0);
+  EXPECT_EQ(d[1].stage, "optimizer");
+  EXPECT_DOUBLE_EQ(d[1].delta_s, 1);
+  EXPECT_DOUBLE_EQ(d[1].second_share, 0.5);
+  EXPECT_EQ(d[2].stage, "attention layer");
+  EXPECT_DOUBLE_EQ(d[2].second_s, 2);
+  EXPECT_EQ(d[3].stage, "step");
+  EXPECT_DOUBLE_EQ(d[3].delta_s, -6);
 }
 
 }  // namespace

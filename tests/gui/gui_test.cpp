@@ -542,3 +542,24 @@ TEST(Gui, CompareOnAnotherChipSharesTheTimeAxis) {
   EXPECT_EQ(status, 2);
   EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --compare-chip: ", 0), 0u) << bad.log;
 }
+
+// Two scenarios: C1's ladder build with its main build under it, each step as its own file
+// predicts it (the main build is the slower one, as `tpusim validate` says); a compared file
+// that does not load is one line naming the flag.
+TEST(Gui, CompareTwoScenariosDrawsBothSteps) {
+  const std::string c1 = std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c1/";
+  int status = -1;
+  const Png p =
+      screenshot(c1 + "c1_ladder.yaml --compare-scenario " + c1 + "c1_main.yaml", &status);
+  ASSERT_EQ(status, 0) << p.log;
+  const size_t at = p.log.find("compared step: c1-main ");
+  ASSERT_NE(at, std::string::npos) << p.log;
+  const double compared = std::stod(p.log.substr(at + 23));
+  const double first = std::stod(p.log.substr(p.log.find(", step ") + 7));
+  EXPECT_GT(compared, 1.2 * first);
+  // The compared step's lanes under the first's.
+  EXPECT_GT(coloured_pixels(p, 200, 650, 1590, 840), kDrawn);
+  const Png bad = screenshot(c1 + "c1_ladder.yaml --compare-scenario /nonexistent.yaml", &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --compare-scenario: ", 0), 0u) << bad.log;
+}
