@@ -172,7 +172,7 @@ struct Session {
       step_tl = {};
       if (step_shown.compare_step) step_tl.fit_s = step_shown.compare_step->step_time_s;
       layer_tl = {};
-      if (!o.screenshot.empty() && step_shown.step)
+      if (headless && step_shown.step)
         std::fprintf(stderr,
                      "step panel: %zu predicted-against-measured rows, %zu parts split by batch, "
                      "step %.4f s\n",

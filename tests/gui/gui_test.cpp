@@ -563,3 +563,36 @@ TEST(Gui, CompareTwoScenariosDrawsBothSteps) {
   EXPECT_EQ(status, 2);
   EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --compare-scenario: ", 0), 0u) << bad.log;
 }
+
+// The file browser: "open scenario..." lists the folder's scenario files; a click on one runs its
+// training step.
+TEST(Gui, TheFileBrowserOpensAScenario) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_browser";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c1/c1_ladder.yaml",
+                dir / "ladder.yaml");
+  std::string log;
+  // The button, then the second row of the list ("../" is the first).
+  ASSERT_EQ(
+      play(dir, "click 75 41\nwait 3\nclick 130 98\nwait 3\nscreenshot opened.png\n", "", &log), 0)
+      << log;
+  EXPECT_NE(log.find("step panel: 2 predicted-against-measured rows"), std::string::npos) << log;
+}
+
+// A knob change re-simulates: the scan forward at head tile 1, then 2 after a click on the knob's
+// "+": a different time.
+TEST(Gui, AKnobChangeSimulatesAgain) {
+  const fs::path dir = fs::temp_directory_path() / "tpusim_gui_knob";
+  std::string log;
+  ASSERT_EQ(play(dir, "click 156 295\nwait 3\nscreenshot changed.png\n",
+                 "--kernel gdn-scan-fwd --head-tile-fwd 1", &log),
+            0)
+      << log;
+  std::vector<double> times;
+  const std::string first_line = " ms; the critical TensorCore is busy";  // each run's first
+  for (size_t at = log.find(first_line); at != std::string::npos; at = log.find(first_line, at + 1))
+    times.push_back(std::stod(log.substr(log.rfind("why: ", at) + 5)));
+  ASSERT_EQ(times.size(), 2u) << log;
+  EXPECT_NE(times[0], times[1]) << log;
+}
