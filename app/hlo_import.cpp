@@ -224,6 +224,7 @@ class Importer {
         {"all-gather", CollectiveKind::all_gather},
         {"all-gather-start", CollectiveKind::all_gather},
         {"reduce-scatter", CollectiveKind::reduce_scatter},
+        {"all-to-all", CollectiveKind::all_to_all},
         {"collective-permute", CollectiveKind::permute},
         {"collective-permute-start", CollectiveKind::permute}};
     auto it = kinds.find(in.opcode);

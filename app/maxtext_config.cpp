@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -72,6 +73,25 @@ const std::map<std::string, std::string> kModelKeys = {{"base_emb_dim", "d_model
                                                        {"head_dim", "head_dim"},
                                                        {"vocab_size", "vocab"}};
 
+// MaxText's mixture-of-experts keys and ours under `moe:` (one expert: a dense model).
+const std::map<std::string, std::string> kMoeKeys = {{"num_experts", "experts"},
+                                                     {"num_experts_per_tok", "top_k"},
+                                                     {"base_moe_mlp_dim", "mlp_dim"},
+                                                     {"shared_experts", "shared"}};
+
+// The `moe:` map of a model config's MoE keys (none when it has at most one expert).
+void emit_moe(YAML::Emitter& out, const std::vector<std::pair<std::string, int64_t>>& moe) {
+  const auto experts =
+      std::find_if(moe.begin(), moe.end(), [](const auto& kv) { return kv.first == "experts"; });
+  if (experts == moe.end() || experts->second <= 1) return;
+  out << YAML::Key << "moe" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& [k, v] : moe)
+    if (v > 0) out << YAML::Key << k << YAML::Value << v;
+  if (std::none_of(moe.begin(), moe.end(), [](const auto& kv) { return kv.first == "top_k"; }))
+    out << YAML::Key << "top_k" << YAML::Value << 1;  // base.yml's num_experts_per_tok
+  out << YAML::EndMap;
+}
+
 struct Writer {
   std::vector<std::string> not_modelled;
   void skip(const std::string& key, const std::string& value, const std::string& why) {
@@ -89,6 +109,7 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
   out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "source"
       << YAML::Value << fmt::format("MaxText model config {} (tpusim import maxtext)", file);
   std::set<std::string> seen;
+  std::vector<std::pair<std::string, int64_t>> moe;
   for (const auto& kv : root) {
     const std::string key = yaml_as<std::string>(file, kv.first, "", "a key");
     if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
@@ -102,8 +123,8 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
       out << YAML::Key << "mlp" << YAML::Value << (gated ? "swiglu" : "gelu");
       if (!gated && !(acts.size() == 1 && acts[0] == "gelu"))
         w.skip(key, scalar_text(kv.second), "modelled as one GELU up projection");
-    } else if (key == "num_experts" && yaml_as<int64_t>(file, kv.second, key, "an integer") > 1) {
-      yaml_fail(file, kv.second, key, "mixture-of-experts layers are not modelled yet");
+    } else if (auto m = kMoeKeys.find(key); m != kMoeKeys.end()) {
+      moe.emplace_back(m->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "inhomogeneous_layer_cycle_interval") {
       out << YAML::Key << "full_attention_interval" << YAML::Value
           << yaml_as<int64_t>(file, kv.second, key, "an integer");
@@ -114,6 +135,7 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
   for (const auto& [key, ours] : kModelKeys)
     if (!seen.count(key))
       throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
+  emit_moe(out, moe);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
@@ -128,6 +150,39 @@ std::pair<std::string, int64_t> topology(const std::string& t) {
   int64_t n = integer("compile_topology", t.substr(dash + 1));
   if (chip == "v5p" || chip == "v4") n /= 2;
   return {chip, n};
+}
+
+// The scenario's workload keys from MaxText's: sequence, batch, remat, MoE path, int8, dtype.
+void emit_workload(YAML::Emitter& out, const std::function<std::string(const std::string&)>& take,
+                   Writer& w) {
+  if (const std::string s = take("max_target_length"); !s.empty())
+    out << YAML::Key << "seq" << YAML::Value << whole("max_target_length", s);
+  if (const std::string b = take("per_device_batch_size"); !b.empty())
+    out << YAML::Key << "batch_per_chip" << YAML::Value << whole("per_device_batch_size", b);
+  if (const std::string p = take("remat_policy"); !p.empty())
+    out << YAML::Key << "remat" << YAML::Value << p;
+  // MoE: MaxText's sparse_matmul (megablox) and capacity_factor (token dropping).
+  const std::string sparse = take("sparse_matmul"), capacity = take("capacity_factor");
+  if (!sparse.empty() || !capacity.empty()) {
+    out << YAML::Key << "moe" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (!sparse.empty())
+      out << YAML::Key << "sparse_matmul" << YAML::Value
+          << (sparse == "True" || sparse == "true" ? "true" : "false");
+    if (!capacity.empty()) out << YAML::Key << "capacity_factor" << YAML::Value << capacity;
+    out << YAML::EndMap;
+  }
+  if (const std::string q = take("quantization"); !q.empty()) {
+    if (q == "int8")
+      out << YAML::Key << "quantization" << YAML::Value << "int8";
+    else
+      w.skip("quantization", q, "only int8 (AQT) is modelled");
+  }
+  if (const std::string d = take("weight_dtype"); !d.empty()) {
+    if (d == "float32" || d == "bfloat16")
+      out << YAML::Key << "weight_dtype" << YAML::Value << (d == "float32" ? "f32" : "bf16");
+    else
+      w.skip("weight_dtype", d, "f32 or bf16 only");
+  }
 }
 
 }  // namespace
@@ -177,7 +232,8 @@ MaxTextImport import_maxtext(const std::string& model_file,
   for (const auto& [maxtext, ours] :
        std::vector<std::pair<std::string, std::string>>{{"ici_fsdp_parallelism", "fsdp"},
                                                         {"ici_tensor_parallelism", "tensor"},
-                                                        {"ici_context_parallelism", "context"}})
+                                                        {"ici_context_parallelism", "context"},
+                                                        {"ici_expert_parallelism", "expert"}})
     if (const std::string v = take(maxtext); !v.empty() && v != "-1") mesh.push_back({ours, v});
   if (!mesh.empty()) {
     out << YAML::Key << "mesh" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -185,24 +241,7 @@ MaxTextImport import_maxtext(const std::string& model_file,
     out << YAML::EndMap;
   }
   out << YAML::Key << "model" << YAML::Value << model;
-  if (const std::string s = take("max_target_length"); !s.empty())
-    out << YAML::Key << "seq" << YAML::Value << whole("max_target_length", s);
-  if (const std::string b = take("per_device_batch_size"); !b.empty())
-    out << YAML::Key << "batch_per_chip" << YAML::Value << whole("per_device_batch_size", b);
-  if (const std::string p = take("remat_policy"); !p.empty())
-    out << YAML::Key << "remat" << YAML::Value << p;
-  if (const std::string q = take("quantization"); !q.empty()) {
-    if (q == "int8")
-      out << YAML::Key << "quantization" << YAML::Value << "int8";
-    else
-      w.skip("quantization", q, "only int8 (AQT) is modelled");
-  }
-  if (const std::string d = take("weight_dtype"); !d.empty()) {
-    if (d == "float32" || d == "bfloat16")
-      out << YAML::Key << "weight_dtype" << YAML::Value << (d == "float32" ? "f32" : "bf16");
-    else
-      w.skip("weight_dtype", d, "f32 or bf16 only");
-  }
+  emit_workload(out, take, w);
   out << YAML::EndMap;
   for (const auto& [k, v] : kv) w.skip(k, v, "not modelled");
   r.scenario = std::string(out.c_str()) + "\n";

@@ -5,8 +5,9 @@
 // dcn_data_parallelism, quantization, weight_dtype, compile_topology (v5e-256: chip and chips;
 // v5p-N counts TensorCores, N/2 chips) and compile_topology_num_slices on the command line (MaxText
 // 0.2.5's defaults for the sequence, batch and remat policy where it leaves them out). Every
-// key tpusim does not model is listed, never dropped silently; a mixture-of-experts model is an
-// error (no MoE layer kind yet).
+// key tpusim does not model is listed, never dropped silently. A mixture of experts takes
+// num_experts, num_experts_per_tok, base_moe_mlp_dim, shared_experts, and from the command line
+// sparse_matmul, capacity_factor and ici_expert_parallelism.
 #pragma once
 #include <string>
 #include <utility>

@@ -199,6 +199,7 @@ Collective collective_of(const YamlMap& m) {
   static const std::map<std::string, CollectiveKind> kinds = {
       {"all_gather", CollectiveKind::all_gather},
       {"reduce_scatter", CollectiveKind::reduce_scatter},
+      {"all_to_all", CollectiveKind::all_to_all},
       {"all_reduce", CollectiveKind::all_reduce},
       {"permute", CollectiveKind::permute}};
   Collective c;

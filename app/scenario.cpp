@@ -40,8 +40,9 @@ const std::map<std::string, std::vector<std::string>>& schema() {
         {"",
          {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
           "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
-          "attention", "scoped_vmem_kib", "measured"}},
-        {"mesh", {"fsdp", "tensor", "context"}},
+          "attention", "moe", "scoped_vmem_kib", "measured"}},
+        {"mesh", {"fsdp", "tensor", "context", "expert"}},
+        {"moe", {"sparse_matmul", "capacity_factor"}},
         {"remat", {"custom"}},
         {"gdn", {"build", "chunk", "head_tile_fwd", "head_tile_bwd", "tile_n"}},
         {"attention", {"block"}},
@@ -154,8 +155,9 @@ void load_hardware(const YamlMap& top, Scenario& s) {
     const YamlMap m = section(top, "mesh");
     c.mesh.tensor = m.positive("tensor", 1, kMaxChips);
     c.mesh.context = m.positive("context", 1, kMaxChips);
-    c.mesh.fsdp =
-        m.positive("fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context), kMaxChips);
+    c.mesh.expert = m.positive("expert", 1, kMaxChips);
+    c.mesh.fsdp = m.positive(
+        "fsdp", c.chips_per_slice / (c.mesh.tensor * c.mesh.context * c.mesh.expert), kMaxChips);
   }
   if (top.has("scoped_vmem_kib")) {  // --xla_tpu_scoped_vmem_limit_kib
     const int64_t kib = top.positive("scoped_vmem_kib");
@@ -182,6 +184,16 @@ void load_workload(const YamlMap& top, StepConfig& c) {
   if (top.has("quantization"))  // MaxText's quantization: int8 (AQT)
     c.int8_matmuls =
         !top.choice("quantization", {"int8"}, "int8 (AQT int8 weight matmuls)").empty();
+  if (top.has("moe")) {  // MaxText's sparse_matmul and capacity_factor
+    if (!c.model.is_moe())
+      top.fail("moe", fmt::format("the model {} has no mixture-of-experts layers", c.model.name));
+    const YamlMap e = section(top, "moe");
+    if (e.has("sparse_matmul"))
+      c.moe_sparse_matmul = e.choice("sparse_matmul", {"true", "false"}) == "true";
+    if (e.has("capacity_factor")) c.capacity_factor = e.as<double>("capacity_factor", "a number");
+    if (!std::isfinite(c.capacity_factor) || c.capacity_factor > 64)
+      e.fail("capacity_factor", "expected a number up to 64 (-1: no dropping)");
+  }
   if (top.has("gdn") && c.model.gdn_layers() == 0)
     top.fail("gdn", fmt::format("the model {} has no GDN layers for these settings to apply to",
                                 c.model.name));

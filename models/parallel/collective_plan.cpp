@@ -12,13 +12,21 @@ namespace tpusim {
 // backward). Under context parallelism an attention layer all-gathers the keys and values over
 // the context axis before its attention kernel (forward and recompute) and reduce-scatters their
 // gradients after it: on the critical path.
-CollectiveTime layer_collectives(const StepConfig& c, int64_t params, bool attention,
+CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s) {
+  const bool moe_layer = c.model.is_moe() && kind != PartKind::embedding;
   constexpr int64_t kBf16 = byte_size(DType::bf16);
   const LocalSizes l = c.local();
   double exposed = 0, total = 0;
-  if (c.mesh.fsdp * c.mesh.context > 1) {
-    const MeshAxis fsdp = c.axis("fsdp", c.mesh.fsdp * c.mesh.context, false);
+  const int64_t fsdp_size = c.mesh.fsdp * c.mesh.context * c.mesh.expert;
+  if (fsdp_size > 1) {
+    // An MoE layer's experts are split over the expert axis: each chip gathers its own experts'
+    // weights only (over the rest of the FSDP axes; taken as over the whole one).
+    if (moe_layer) {
+      const int64_t routed = c.model.moe.experts * 3 * c.model.d_model * c.model.moe.mlp_dim;
+      params -= routed - routed / c.mesh.expert;
+    }
+    const MeshAxis fsdp = c.axis("fsdp", fsdp_size, false);
     const int64_t bytes_bf16 = params / c.mesh.tensor * kBf16,
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
@@ -34,7 +42,17 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, bool atten
     exposed += 6 * ar;
     total += 6 * ar;
   }
-  if (attention && c.mesh.context > 1) {
+  if (moe_layer && c.mesh.expert > 1) {
+    // The token copies to their experts and back, by all-to-all over the expert axis, in the
+    // forward, the recompute and the backward: on the critical path (not overlapped).
+    const MeshAxis ep = c.axis("expert", c.mesh.expert, false);
+    const double a2a = collective_seconds(
+        c.chip,
+        {CollectiveKind::all_to_all, l.tokens * c.model.moe.top_k * c.model.d_model * kBf16, ep});
+    exposed += 6 * a2a;
+    total += 6 * a2a;
+  }
+  if (kind == PartKind::attention_layer && c.mesh.context > 1) {
     const MeshAxis cp = context_axis(c);
     const int64_t kv = l.batch * c.seq * l.kv_heads * c.model.head_dim * kBf16 * 2;  // k and v
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, kv, cp});

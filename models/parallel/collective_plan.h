@@ -18,10 +18,13 @@ struct CollectiveTime {
   double exposed_s = 0;  // what compute does not hide
 };
 
+// What a part's collectives depend on: an attention layer gathers keys and values over the context
+// axis; a layer (either kind) of an MoE model moves its token copies over the expert axis.
+enum class PartKind { attention_layer, gdn_layer, embedding };
+
 // One layer (or the embedding, with `params` its parameters) given its compute time in the
-// forward pass and in the recompute + backward. `attention`: the layer gathers keys and values
-// over the context axis.
-CollectiveTime layer_collectives(const StepConfig& c, int64_t params, bool attention,
+// forward pass and in the recompute + backward.
+CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s);
 
 // The data-parallel gradient all-reduce over DCN, hidden behind `backward_s` of the step's

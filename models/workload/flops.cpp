@@ -5,7 +5,12 @@ namespace tpusim {
 double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, AttentionCount count) {
   const double B = static_cast<double>(b), S = static_cast<double>(s),
                E = static_cast<double>(m.d_model);
-  const double ffn = 2 * B * S * m.mlp_dim * E * (m.swiglu ? 2 : 1) + 2 * B * S * m.mlp_dim * E;
+  // One SwiGLU/GELU MLP of width w; an MoE layer adds its router's gate and runs top_k routed
+  // and every shared expert (maxtext_utils.py calculate_routed_and_shared_ffn_tflops_per_device).
+  auto mlp = [&](double w) { return 2 * B * S * w * E * (m.swiglu ? 2 : 1) + 2 * B * S * w * E; };
+  const double ffn =
+      m.is_moe() ? 2 * B * S * E * m.moe.experts + mlp(m.moe.mlp_dim) * (m.moe.top_k + m.moe.shared)
+                 : mlp(m.mlp_dim);
   const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
   const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
   const double causal =

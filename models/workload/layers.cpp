@@ -1,6 +1,7 @@
 #include "models/workload/layers.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/gdn/layer.h"
 #include "kernels/generic.h"
@@ -39,6 +40,25 @@ class LayerProgram {
   void kernel(const std::string& stage, std::shared_ptr<const Kernel> k) {
     p.add_kernel(std::move(k), {}, stage);
   }
+  // MaxText's megablox grouped matmul (a Pallas kernel, base.yml wi_tile_fwd_*: 512 rows x 1024
+  // x 1024) over `groups` experts of `rows` rows each: each row tile belongs to one expert and
+  // reads that expert's weight tiles, which moves the bytes and does the work of one blocked
+  // matmul of groups x rows (padded to the row tile) rows. Also its transposed form (tgmm, the
+  // weights' gradient: m = groups x the output rows, k = the rows).
+  void grouped_matmul(const std::string& stage, int64_t m, int64_t k, int64_t n) {
+    auto tile = [](int64_t dim, int64_t want) {
+      while (want > 8 && dim % want != 0) want /= 2;
+      return dim % want == 0 ? want : dim;
+    };
+    const int64_t bm = std::min<int64_t>(512, (m + 7) / 8 * 8);
+    p.add_kernel(kernels::pallas_matmul({.m = (m + bm - 1) / bm * bm,
+                                         .k = k,
+                                         .n = n,
+                                         .bm = bm,
+                                         .bk = tile(k, 1024),
+                                         .bn = tile(n, 1024)}),
+                 {}, stage);
+  }
 
  private:
   const StepConfig& c_;
@@ -59,10 +79,128 @@ int64_t mlp_in_columns(const StepConfig& c, const LocalSizes& l, const RematPoli
          (c.model.swiglu && !keep.saved(A::mlpwi_1) ? l.mlp : 0);
 }
 
+// An MoE block's per-chip sizes (MaxText layers/moe.py). Routing is taken as balanced: each local
+// expert gets tokens x top_k / experts rows (with expert parallelism the all-to-all brings each
+// chip the rows of its experts from the whole expert axis: the same count).
+struct MoeSizes {
+  int64_t experts = 0;   // on this chip (experts / mesh.expert)
+  int64_t rows = 0;      // per local expert, padded to megablox's 512-row tile
+  int64_t width = 0;     // an expert's MLP width on this chip (/ tensor)
+  int64_t capacity = 0;  // per sequence and expert when tokens are dropped (0: none)
+};
+
+MoeSizes moe_sizes(const StepConfig& c, const LocalSizes& l) {
+  const MoeDims& e = c.model.moe;
+  MoeSizes s;
+  s.experts = e.experts / c.mesh.expert;
+  const int64_t rows = (l.tokens * e.top_k + e.experts - 1) / e.experts;
+  const int64_t tile = std::min<int64_t>(512, (rows + 7) / 8 * 8);
+  s.rows = (rows + tile - 1) / tile * tile;
+  s.width = e.mlp_dim / c.mesh.tensor;
+  // moe.py generate_masks (L3783-3796): int(max(ceil(S top_k / E) x cf, cf)) per sequence.
+  if (c.capacity_factor > 0)
+    s.capacity = static_cast<int64_t>(
+        std::max(std::ceil(static_cast<double>(l.seq * e.top_k) / e.experts) * c.capacity_factor,
+                 c.capacity_factor));
+  return s;
+}
+
+// The routed experts, forward (or its recompute without what the policy saved), on the path
+// MaxText takes (moe.py __call__ L4689-4727): sparse_matmul sorts the token copies by expert and
+// runs megablox's grouped matmuls; otherwise dense_matmul, with a capacity factor dispatching
+// into [experts, batch, capacity] slots by one-hot einsums (dropping what overflows), without one
+// running every token through every expert.
+void moe_experts_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
+                         const std::string& stage, const RematPolicy& keep) {
+  const int64_t M = l.tokens, E = c.model.d_model;
+  const MoeSizes s = moe_sizes(c, l);
+  const bool up = !(keep.saved(A::mlpwi_0) && keep.saved(A::mlpwi_1)), down = !keep.saved(A::mlpwo);
+  if (c.moe_sparse_matmul) {
+    const int64_t R = s.experts * s.rows;
+    lp.fusion(stage, Fusion::residual_add, R, E);  // permute: gather the token copies by expert
+    if (up) lp.grouped_matmul(stage, R, E, 2 * s.width);
+    lp.fusion(stage, Fusion::swiglu, R, s.width);
+    if (down) lp.grouped_matmul(stage, R, s.width, E);
+    lp.fusion(stage, Fusion::residual_add, R, E);  // unpermute and the routing-weighted sum
+  } else if (s.capacity > 0) {
+    const int64_t slots = l.batch * c.model.moe.experts * s.capacity;
+    lp.fusion(stage, Fusion::residual_add, M, c.model.moe.experts * s.capacity);  // the masks
+    lp.dot(stage, slots, l.seq, E);  // dispatch "BSM,BSEC -> EBCM" (per sequence, over S)
+    if (up) lp.dot(stage, slots, E, 2 * s.width);
+    lp.fusion(stage, Fusion::swiglu, slots, s.width);
+    if (down) lp.dot(stage, slots, s.width, E);
+    lp.dot(stage, M, c.model.moe.experts * s.capacity, E);  // combine "EBCM,BSEC -> BSM"
+  } else {
+    if (up) lp.dot(stage, M, E, 2 * s.experts * s.width);  // "BSM,EMH -> BSEH"
+    lp.fusion(stage, Fusion::swiglu, M * s.experts, s.width);
+    if (down) lp.dot(stage, M * s.experts, s.width, E);
+    lp.fusion(stage, Fusion::residual_add, M * s.experts, E);  // the weighted sum
+  }
+}
+
+void moe_experts_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
+  const int64_t M = l.tokens, E = c.model.d_model;
+  const MoeSizes s = moe_sizes(c, l);
+  const std::string stage = "bwd: moe";
+  if (c.moe_sparse_matmul) {
+    const int64_t R = s.experts * s.rows;
+    lp.fusion(stage, Fusion::residual_add, R, E);
+    lp.grouped_matmul(stage, R, E, s.width);                   // dX of the down projection
+    lp.grouped_matmul(stage, s.experts * s.width, s.rows, E);  // its dW (tgmm)
+    lp.fusion(stage, Fusion::swiglu_bwd, R, s.width);
+    lp.grouped_matmul(stage, R, 2 * s.width, E);
+    lp.grouped_matmul(stage, s.experts * E, s.rows, 2 * s.width);
+    lp.fusion(stage, Fusion::residual_add, R, E);
+  } else if (s.capacity > 0) {
+    const int64_t slots = l.batch * c.model.moe.experts * s.capacity;
+    lp.dot_bwd(stage, M, c.model.moe.experts * s.capacity, E);
+    lp.dot_bwd(stage, slots, s.width, E);
+    lp.fusion(stage, Fusion::swiglu_bwd, slots, s.width);
+    lp.dot_bwd(stage, slots, E, 2 * s.width);
+    lp.dot_bwd(stage, slots, l.seq, E);
+  } else {
+    lp.fusion(stage, Fusion::residual_add, M * s.experts, E);
+    lp.dot_bwd(stage, M * s.experts, s.width, E);
+    lp.fusion(stage, Fusion::swiglu_bwd, M * s.experts, s.width);
+    lp.dot_bwd(stage, M, E, 2 * s.experts * s.width);
+  }
+}
+
+// The router (a dot to the experts' logits, their softmax and top-k), the shared experts (one
+// dense SwiGLU MLP of shared x the expert width) and the routed experts.
+void moe_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
+                 const std::string& stage, const RematPolicy& keep) {
+  const int64_t M = l.tokens, E = c.model.d_model, experts = c.model.moe.experts;
+  lp.dot(stage, M, E, experts);
+  lp.fusion(stage, Fusion::cross_entropy, M, experts);  // softmax over the experts, top-k
+  if (const int64_t w = c.model.moe.shared * moe_sizes(c, l).width) {
+    if (!(keep.saved(A::mlpwi_0) && keep.saved(A::mlpwi_1))) lp.dot(stage, M, E, 2 * w);
+    lp.fusion(stage, Fusion::swiglu, M, w);
+    if (!keep.saved(A::mlpwo)) lp.dot(stage, M, w, E);
+  }
+  moe_experts_forward(lp, c, l, stage, keep);
+}
+
+void moe_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
+  const int64_t M = l.tokens, E = c.model.d_model;
+  moe_experts_backward(lp, c, l);
+  if (const int64_t w = c.model.moe.shared * moe_sizes(c, l).width) {
+    lp.dot_bwd("bwd: moe", M, w, E);
+    lp.fusion("bwd: moe", Fusion::swiglu_bwd, M, w);
+    lp.dot_bwd("bwd: moe", M, E, 2 * w);
+  }
+  lp.dot_bwd("bwd: moe", M, E, c.model.moe.experts);
+}
+
 void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
                  const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  if (c.model.is_moe()) {
+    moe_forward(lp, c, l, phase + ": moe", keep);
+    lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+    return;
+  }
   if (const int64_t n = mlp_in_columns(c, l, keep)) lp.dot(phase + ": mlp", M, E, n);
   // The activation's output is not a named checkpoint: the down projection's backward needs it.
   lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
@@ -72,6 +210,11 @@ void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
 
 void mlp_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
   const int64_t M = l.tokens, E = c.model.d_model;
+  if (c.model.is_moe()) {
+    moe_backward(lp, c, l);
+    lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+    return;
+  }
   lp.dot_bwd("bwd: mlp", M, l.mlp, E);
   lp.fusion("bwd: mlp", c.model.swiglu ? Fusion::swiglu_bwd : Fusion::gelu_bwd, M, l.mlp);
   lp.dot_bwd("bwd: mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);

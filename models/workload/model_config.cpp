@@ -17,7 +17,11 @@ int64_t ModelConfig::attention_layers() const {
   return full_attention_interval > 0 ? layers / full_attention_interval : layers;
 }
 
-int64_t ModelConfig::mlp_params() const { return (swiglu ? 3 : 2) * d_model * mlp_dim; }
+int64_t ModelConfig::mlp_params() const {
+  if (is_moe())
+    return d_model * moe.experts + (moe.experts + moe.shared) * 3 * d_model * moe.mlp_dim;
+  return (swiglu ? 3 : 2) * d_model * mlp_dim;
+}
 
 int64_t ModelConfig::attention_layer_params() const {
   return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model +
@@ -60,8 +64,8 @@ ModelConfig load_model(const std::string& name_or_path) {
   m.file = f;
   m.name = top.string("name");
   m.source = top.string("source");
-  // Bounds beyond any published model (widths of tens of thousands, a few hundred layers, vocabularies
-  // of a few hundred thousand) that keep the step model's products within 64 bits.
+  // Bounds beyond any published model (widths of tens of thousands, a few hundred layers,
+  // vocabularies of a few hundred thousand) that keep the step model's products within 64 bits.
   constexpr int64_t kMaxWidth = int64_t{1} << 20, kMaxCount = int64_t{1} << 14;
   for (const char* k : {"d_model", "layers", "q_heads", "kv_heads", "head_dim", "mlp_dim", "vocab"})
     top.need(k);
@@ -76,10 +80,15 @@ ModelConfig load_model(const std::string& name_or_path) {
   if (m.q_heads % m.kv_heads != 0)
     top.fail("kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads,
                                      m.kv_heads));
-  if (top.has("moe"))
-    top.fail("moe",
-             "mixture-of-experts layers are not modelled yet (no MoE layer kind); this model is "
-             "out of reach");
+  if (top.has("moe")) {
+    const YamlMap e = top.map("moe", {"experts", "top_k", "mlp_dim", "shared"}, "MoE key");
+    for (const char* k : {"experts", "top_k"}) e.need(k);
+    m.moe.experts = e.positive("experts", 0, kMaxCount);
+    m.moe.top_k = e.positive("top_k", 0, m.moe.experts);
+    m.moe.mlp_dim = e.positive("mlp_dim", m.mlp_dim, kMaxWidth);
+    m.moe.shared = e.has("shared") ? e.positive("shared", 0, kMaxCount) : 0;
+    if (!m.swiglu) top.fail("mlp", "MoE experts are SwiGLU (MaxText's silu, linear)");
+  }
   if (top.has("full_attention_interval")) {
     m.full_attention_interval = top.positive("full_attention_interval");
     if (!top.has("gdn"))

@@ -1,6 +1,6 @@
-// Model configurations (models/workloads/<name>.yaml): a dense transformer, optionally hybrid with
-// Gated Delta Net layers (full attention in every `full_attention_interval`-th layer). Unknown keys
-// and MoE models are errors naming file:line:column.
+// Model configurations (models/workloads/<name>.yaml): a transformer, optionally hybrid with
+// Gated Delta Net layers (full attention in every `full_attention_interval`-th layer), whose MLP
+// may be a mixture of experts. Unknown keys are errors naming file:line:column.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,18 +12,27 @@ struct GdnDims {
   int64_t key_heads = 16, value_heads = 32, head_dim = 128, conv_kernel = 4;
 };
 
+// A mixture of experts in place of every layer's MLP (MaxText's num_experts, num_experts_per_tok,
+// base_moe_mlp_dim, shared_experts): a router over `experts` SwiGLU experts of width `mlp_dim`,
+// `top_k` of them per token, and `shared` experts every token passes through. experts 0: dense.
+struct MoeDims {
+  int64_t experts = 0, top_k = 0, mlp_dim = 0, shared = 0;
+};
+
 struct ModelConfig {
   std::string name, source, file;
   int64_t d_model = 0, layers = 0, q_heads = 0, kv_heads = 0, head_dim = 0, mlp_dim = 0, vocab = 0;
   bool swiglu = true;                   // false: GELU (one up projection)
   int64_t full_attention_interval = 0;  // 0: every layer is full attention
   GdnDims gdn;
+  MoeDims moe;
 
+  bool is_moe() const { return moe.experts > 0; }
   int64_t attention_layers() const;
   int64_t gdn_layers() const { return layers - attention_layers(); }
   int64_t attention_layer_params() const;  // attention + MLP + norms
   int64_t gdn_layer_params() const;        // GDN projections, conv, norms + MLP
-  int64_t mlp_params() const;
+  int64_t mlp_params() const;  // the dense MLP, or the router, every expert and the shared ones
   int64_t embedding_params() const;  // input embedding and output projection (untied)
   int64_t params() const;
 };

@@ -133,21 +133,23 @@ StepPrediction predict_step(const StepConfig& c) {
   const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
   const Program logits = logits_part(c, l), update = optimizer_part(c);
   auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
-                   bool attention) {
+                   PartKind kind) {
     StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
-    const CollectiveTime t =
-        layer_collectives(c, params, attention, part.forward_s, part.backward_s);
+    const CollectiveTime t = layer_collectives(c, params, kind, part.forward_s, part.backward_s);
     part.collective_s = t.total_s;
     part.exposed_s = t.exposed_s;
     out.parts.push_back(part);
   };
   if (m.attention_layers() > 0)
-    layer("attention layer", m.attention_layers(), attention, m.attention_layer_params(), true);
-  if (m.gdn_layers() > 0) layer("gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), false);
+    layer("attention layer", m.attention_layers(), attention, m.attention_layer_params(),
+          PartKind::attention_layer);
+  if (m.gdn_layers() > 0)
+    layer("gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), PartKind::gdn_layer);
   StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
   emb.collective_s = emb.exposed_s =
-      layer_collectives(c, m.embedding_params(), false, emb.forward_s, emb.backward_s).total_s;
+      layer_collectives(c, m.embedding_params(), PartKind::embedding, emb.forward_s, emb.backward_s)
+          .total_s;
   out.parts.push_back(emb);
   out.parts.push_back(simulate_part(c, "optimizer", 1, update, /*in_backward=*/false));
   if (c.mesh.data > 1) {

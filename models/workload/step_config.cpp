@@ -8,16 +8,29 @@ void check_config(const StepConfig& c) {
   const ModelConfig& m = c.model;
   const Mesh& x = c.mesh;
   // Each axis at most the slice first: the product of absurd sizes would overflow.
-  for (const auto& [axis, size] :
-       {std::pair{"fsdp", x.fsdp}, {"tensor", x.tensor}, {"context", x.context}})
+  for (const auto& [axis, size] : {std::pair{"fsdp", x.fsdp},
+                                   {"tensor", x.tensor},
+                                   {"context", x.context},
+                                   {"expert", x.expert}})
     if (size > c.chips_per_slice)
       throw ConfigError("mesh", fmt::format("{} {} is more than the {} chips of the slice", axis,
                                             size, c.chips_per_slice));
-  if (x.fsdp * x.tensor * x.context != c.chips_per_slice)
-    throw ConfigError("mesh", fmt::format("fsdp {} x tensor {} x context {} = {} is not the {} "
-                                          "chips of the slice",
-                                          x.fsdp, x.tensor, x.context,
-                                          x.fsdp * x.tensor * x.context, c.chips_per_slice));
+  if (x.fsdp * x.tensor * x.context * x.expert != c.chips_per_slice)
+    throw ConfigError(
+        "mesh",
+        fmt::format("fsdp {} x tensor {} x context {}{} = {} is not the {} chips of the slice",
+                    x.fsdp, x.tensor, x.context,
+                    x.expert > 1 ? fmt::format(" x expert {}", x.expert) : "",
+                    x.fsdp * x.tensor * x.context * x.expert, c.chips_per_slice));
+  if (x.expert > 1 && (!m.is_moe() || m.moe.experts % x.expert != 0))
+    throw ConfigError("mesh.expert",
+                      m.is_moe() ? fmt::format("expert parallelism {} does not divide {} experts",
+                                               x.expert, m.moe.experts)
+                                 : "expert parallelism needs a mixture-of-experts model");
+  if (m.is_moe() && x.tensor > 1 && m.moe.mlp_dim % x.tensor != 0)
+    throw ConfigError("mesh.tensor", fmt::format("tensor parallelism {} does not divide the "
+                                                 "expert width {}",
+                                                 x.tensor, m.moe.mlp_dim));
   if (x.tensor > 1 && (m.q_heads % x.tensor != 0 || m.mlp_dim % x.tensor != 0))
     throw ConfigError("mesh.tensor",
                       fmt::format("tensor parallelism {} does not divide {} heads and MLP {}",

@@ -33,6 +33,10 @@ struct StepConfig {
   // and both backward products, each operand quantized by an XLA fusion first. Attention and
   // the logits stay bf16.
   bool int8_matmuls = false;
+  // MaxText's MoE path (moe.py): sparse_matmul (megablox grouped matmuls, base.yml's default), or
+  // dense einsums dropping what exceeds capacity_factor (> 0; -1: no dropping, every expert).
+  bool moe_sparse_matmul = true;
+  double capacity_factor = -1;
   kernels::gdn::LayerOptions gdn;
   int64_t gdn_chunk = 128;
   int64_t attention_block = 512;

@@ -23,7 +23,7 @@ struct Loop {
   int64_t trips = 1;
 };
 
-enum class CollectiveKind : uint8_t { all_gather, reduce_scatter, all_reduce, permute };
+enum class CollectiveKind : uint8_t { all_gather, reduce_scatter, all_reduce, permute, all_to_all };
 
 // One mesh axis a collective runs over. `wraparound` is true for a torus ring on this axis.
 struct MeshAxis {

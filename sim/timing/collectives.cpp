@@ -28,6 +28,13 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
       return 2 * ((n - 1) / n * bytes / bw + hops * chip.ici_hop_latency_s);
     case CollectiveKind::permute:
       return bytes / (chip.ici_efficiency * chip.ici_link_bytes_per_s) + chip.ici_hop_latency_s;
+    case CollectiveKind::all_to_all: {
+      // [derived] Each chip sends (n-1)/n of its bytes, a share to every other chip, routed
+      // dimension by dimension: a share crosses on average s^2 / (4 (s - 1)) links of each
+      // dimension of side s on a ring ((s + 1) / 3 on a line), every link busy at once.
+      const double mean_hops = c.axis.wraparound ? side * side / (4 * (side - 1)) : (side + 1) / 3;
+      return (n - 1) / n * bytes * dims * mean_hops / bw + hops * chip.ici_hop_latency_s;
+    }
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "app/step_report.h"
 #include "models/chip_loader.h"
+#include "models/workload/layers.h"
 #include "sim/error.h"
 
 namespace tpusim {
@@ -119,10 +120,37 @@ TEST(Scenario, ContextParallelMeshErrors) {
       << chunk;
 }
 
-TEST(Scenario, MoeModelIsOutOfReach) {
-  const std::string e =
-      error_of("chip: v5e\nchips: 256\nmodel: mixtral-8x7b\nseq: 2048\nbatch_per_chip: 6\n");
-  EXPECT_NE(e.find("mixture-of-experts layers are not modelled yet"), std::string::npos) << e;
+// Mixtral-8x7B's MLP as MaxText runs it (layers/moe.py): by default megablox's grouped matmul
+// over the 8 experts' 4096 x 2 / 8 = 1024 rows each (8192 rows, tiles 512 x 1024 x 1024, the
+// two up projections as one of 2 x 14336 columns); with sparse_matmul false and capacity factor
+// 1.25 the one-hot dispatch of each sequence into 8 x 1280 slots (int(max(ceil(4096 x 2 / 8) x
+// 1.25, 1.25)) = 1280), a dot of 10240 x 4096 x 4096. Expert parallelism divides the experts.
+TEST(Scenario, MoeLayersRunMaxTextsPath) {
+  const std::string base =
+      "chip: v5e\nchips: 256\nmodel: mixtral-8x7b\nseq: 4096\nbatch_per_chip: 1\n";
+  auto items = [&](const std::string& yaml) {
+    const fs::path f = fs::temp_directory_path() / "tpusim_scenario_moe.yaml";
+    std::ofstream(f) << base << yaml;
+    const Scenario s = load_scenario(f.string());
+    std::string names;
+    for (const ProgramItem& item : attention_layer(s.step, s.step.local()).items)
+      names += item.name + "\n";
+    return names;
+  };
+  const std::string sparse = items("");
+  EXPECT_NE(sparse.find("matmul 8192x4096x28672 (512,1024,1024)\n"), std::string::npos) << sparse;
+  const std::string dropping = items("moe: {sparse_matmul: false, capacity_factor: 1.25}\n");
+  EXPECT_NE(dropping.find("xla dot 10240x4096x4096 "), std::string::npos) << dropping;
+  EXPECT_EQ(dropping.find("matmul 8192x"), std::string::npos) << dropping;
+  EXPECT_NE(error_of(base + "mesh: {fsdp: 16, expert: 16}\n")
+                .find("key 'mesh.expert': expert parallelism 16 does not divide 8 experts"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kGood) + "mesh: {fsdp: 128, expert: 2}\n")
+                .find("expert parallelism needs a mixture-of-experts model"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kGood) + "moe: {capacity_factor: 2}\n")
+                .find("the model maxtext-16b has no mixture-of-experts layers"),
+            std::string::npos);
 }
 
 TEST(Scenario, FlopRatesAreComparedOnTheLogsAttentionCount) {
@@ -153,7 +181,8 @@ TEST(Scenario, RematIsAPolicyNameOrACustomPlacementPerTensor) {
   for (Activation a : {Activation::context, Activation::out_proj, Activation::mlpwi_0,
                        Activation::mlpwi_1, Activation::mlpwo})
     EXPECT_EQ(s.step.remat[a], Placement::remat) << name(a);
-  EXPECT_EQ(load_scenario(repo("scenarios/calibration/c5/c5_11_v6e-256_llama2-70b.yaml")).step.remat.policy,
+  EXPECT_EQ(load_scenario(repo("scenarios/calibration/c5/c5_11_v6e-256_llama2-70b.yaml"))
+                .step.remat.policy,
             "qkv_proj_offloaded");
 
   const std::string custom = std::string(kGood) + "remat:\n  custom: {";

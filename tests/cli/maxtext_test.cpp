@@ -91,10 +91,21 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
       run("import maxtext " + path("small.yml") +
           " compile_topology=v5e-16 per_device_batch_size=big -o " + path("a.yaml")),
       "per_device_batch_size=big: expected a whole number of at least 1");
+  // A mixture of experts imports (MaxText's num_experts_per_tok defaults to 1); one of 8 experts
+  // over an expert axis of 3 does not divide them.
   std::ofstream(path("moe.yml")) << kModel << "num_experts: 8\n";
+  const CmdResult moe = run(
+      "import maxtext " + path("moe.yml") +
+      " compile_topology=v5e-16 sparse_matmul=False capacity_factor=1.25 -o " + path("moe.yaml"));
+  EXPECT_EQ(moe.status, 0) << moe.err;
+  std::ifstream model(path("moe.model.yaml"));
+  const std::string text{std::istreambuf_iterator<char>(model), {}};
+  EXPECT_NE(text.find("moe: {experts: 8, top_k: 1}"), std::string::npos) << text;
   expect_clean_failure(
-      run("import maxtext " + path("moe.yml") + " compile_topology=v5e-16 -o " + path("a.yaml")),
-      "key 'num_experts': mixture-of-experts layers are not modelled yet");
+      run("import maxtext " + path("moe.yml") +
+          " compile_topology=v5e-16 ici_expert_parallelism=3 ici_fsdp_parallelism=-1 -o " +
+          path("a.yaml")),
+      "key 'mesh");
   // A remat policy MaxText has and tpusim does not know: the written scenario fails to load and
   // is removed with its model.
   expect_clean_failure(run("import maxtext " + path("small.yml") +

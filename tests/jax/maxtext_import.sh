@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `tpusim import maxtext` on MaxText's own model configs, read from the pinned MaxText wheel
 # (.venv/wheels, scripts/setup.sh): Llama2-70B and GPT-3 175B as C5's runs were launched become
-# scenarios that load and run; Qwen3-Next (512 experts) is refused as a mixture of experts.
+# scenarios that load and run, and so does Mixtral-8x7B as B5 #16 was launched (tokens dropped).
 # Usage: maxtext_import.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -9,7 +9,7 @@ $py - "$dir" <<'PY'
 import sys, zipfile
 from tpusim_jax.maxtext_source import wheel_path
 with zipfile.ZipFile(wheel_path()) as z:
-    for name in ("llama2-70b", "gpt3-175b", "qwen3-next-80b-a3b"):
+    for name in ("llama2-70b", "gpt3-175b", "mixtral-8x7b"):
         with open(f"{sys.argv[1]}/{name}.yml", "wb") as f:
             f.write(z.read(f"maxtext/configs/models/{name}.yml"))
 PY
@@ -32,10 +32,11 @@ grep -q "^mlp: gelu$" "$dir/gpt3.model.yaml"
 grep -q "^chips: 64$" "$dir/gpt3.yaml"
 "$tpusim" run "$dir/gpt3.yaml" >/dev/null
 
-# A mixture of experts: one error line, nothing written.
-if "$tpusim" import maxtext "$dir/qwen3-next-80b-a3b.yml" compile_topology=v5e-256 \
-  -o "$dir/qwen.yaml" 2>"$dir/err"; then exit 1; fi
-[ "$(wc -l <"$dir/err")" -eq 1 ]
-grep -q "key 'num_experts': mixture-of-experts layers are not modelled yet" "$dir/err"
-[ ! -e "$dir/qwen.yaml" ] && [ ! -e "$dir/qwen.model.yaml" ]
+# A mixture of experts: Mixtral-8x7B on v6e-256 with tokens dropped at capacity factor 1.25.
+"$tpusim" import maxtext "$dir/mixtral-8x7b.yml" per_device_batch_size=12 max_target_length=4096 \
+  sparse_matmul=False capacity_factor=1.25 compile_topology=v6e-256 -o "$dir/mixtral.yaml" \
+  >"$dir/log" 2>"$dir/err"
+for kv in "experts: 8" "top_k: 2" "mlp_dim: 14336"; do grep "^moe: {" "$dir/mixtral.model.yaml" | grep -q "$kv"; done
+grep -q "^moe: {sparse_matmul: false, capacity_factor: 1.25}$" "$dir/mixtral.yaml"
+"$tpusim" run "$dir/mixtral.yaml" >/dev/null
 echo "maxtext_import: ok"

@@ -68,6 +68,11 @@ TEST(Collectives, RingCostsByHand) {
   slow.ici_efficiency = 0.5;
   EXPECT_NEAR(collective_seconds(slow, {CollectiveKind::all_gather, 34'000'000, line}),
               2 * 566.667e-6 + 3e-6, 1e-9);
+  // All-to-all over a 4-chip ring: 3/4 of the bytes, each share crossing 16 / (4 x 3) = 4/3
+  // links on average, both directions busy; 2 hops of latency.
+  const MeshAxis ring4{"expert", 4, true, 1, false};
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_to_all, 9'000'000, ring4}),
+              0.75 * 9e6 * 4.0 / 3 / 9e10 + 2e-6, 1e-12);
   const MeshAxis dcn{"data", 4, false, 1, true};
   EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}),
               2 * 0.75 * 1e6 / 3.125e9, 1e-12);
@@ -195,9 +200,9 @@ TEST(Step, ThroughputIdentitiesHold) {
 // The AdamW pass reads the parameters, gradients and both moments (f32) and writes all but the
 // gradients, and runs no dot. The tiny model's local parameters make 16392 rows of 1024, which
 // only blocks of 8 rows divide: 2049 grid steps of 7 transfers of 32 KiB, each holding the HBM
-// pipe for 32768 / 436.8 cycles at v5e's 436.8 B/cycle (0.80 of 819 GB/s) (the timeline rounds the ends of each busy
-// stretch to whole cycles: within a cycle per grid step). No unit of any part is busy for longer
-// than the part takes.
+// pipe for 32768 / 436.8 cycles at v5e's 436.8 B/cycle (0.80 of 819 GB/s) (the timeline rounds the
+// ends of each busy stretch to whole cycles: within a cycle per grid step). No unit of any part is
+// busy for longer than the part takes.
 TEST(Step, UnitBusyTimeByHand) {
   const StepConfig c = tiny_step(8);
   const StepPrediction p = predict_step(c);
@@ -295,6 +300,23 @@ TEST(ContextParallel, ShardsTheSequenceAndCountsFlopsPerDevice) {
   EXPECT_GT(exposed, 0);
   // Sharding the sequence cuts the per-chip work by more than it adds in prefix and gathers.
   EXPECT_LT(cp.step_time_s, one.step_time_s / 4);
+}
+
+}  // namespace
+}  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+// Mixtral-8x7B as MaxText counts it (maxtext_utils.py calculate_routed_and_shared_ffn_tflops_per
+// _device): per layer at batch 1 x 4096 the router's gate 2 x 4096 x 4096 x 8 = 268,435,456 and
+// two SwiGLU experts of 14336, 2 x 3 x 2 x 4096 x 14336 x 4096 = 2,886,218,022,912; the step
+// (x 3, 32 layers, attention and logits as for a dense model) 326,503,413,841,920 FLOPs.
+TEST(Moe, MaxTextCountsTheGateAndTopKExperts) {
+  const ModelConfig m = load_model("mixtral-8x7b");
+  ASSERT_TRUE(m.is_moe());
+  EXPECT_EQ(m.mlp_params(), 4096 * 8 + 8 * 3 * int64_t{4096} * 14336);
+  EXPECT_DOUBLE_EQ(maxtext_flops_per_device(m, 1, 4096), 326503413841920.0);
 }
 
 }  // namespace
