@@ -97,6 +97,34 @@ ProfileComparison compare_profile(const Profile& profile, int device, const HloP
   return c;
 }
 
+std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
+                                         const ProfileComparison& c, const RunResult& r) {
+  const ProfileDevice& d = profile.devices.at(device);
+  std::vector<MeasuredSpan> out;
+  if (d.ops.empty()) return out;
+  const ProfileEvent* window = !d.steps.empty()     ? &d.steps.front()
+                               : !d.modules.empty() ? &d.modules.front()
+                                                    : nullptr;
+  double from_us = d.ops.front().start_us, to_us = 1e300;
+  for (const ProfileEvent& e : d.ops) from_us = std::min(from_us, e.start_us);
+  if (window) from_us = window->start_us, to_us = window->start_us + window->duration_us;
+  const double program_start_s = r.items.empty() ? 0 : r.items.front().start / r.clock_hz;
+  for (const ProfileEvent& e : d.ops) {
+    if (e.start_us < from_us || e.start_us >= to_us) continue;
+    MeasuredSpan s{e.name, program_start_s + (e.start_us - from_us) * 1e-6, e.duration_us * 1e-6};
+    const auto m = std::find_if(c.ops.begin(), c.ops.end(),
+                                [&](const OpComparison& o) { return o.name == e.name; });
+    if (m != c.ops.end() && m->count_per_step > 0) {
+      s.matched = true;
+      s.predicted_s = m->predicted_s / m->count_per_step;
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MeasuredSpan& a, const MeasuredSpan& b) { return a.start_s < b.start_s; });
+  return out;
+}
+
 std::string comparison_text(const ProfileComparison& c, size_t top) {
   double matched = 0, predicted = 0, only_measured = 0, only_predicted = 0;
   for (const OpComparison& o : c.ops) matched += o.measured_s, predicted += o.predicted_s;

@@ -46,6 +46,18 @@ struct ProfileComparison {
 ProfileComparison compare_profile(const Profile& profile, int device, const HloProgram& h,
                                   const RunResult& r);
 
+// One measured op execution placed on the simulated run's time axis (the GUI's measured lane):
+// the ops of the profile's first step (of its first module when it has no Steps line), each at its
+// offset from the step's start added to the simulated program's start; with the predicted time
+// of one execution of what it matched (its per-step prediction over its count), 0 when unmatched.
+struct MeasuredSpan {
+  std::string name;
+  double start_s = 0, duration_s = 0, predicted_s = 0;
+  bool matched = false;
+};
+std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
+                                         const ProfileComparison& c, const RunResult& r);
+
 std::string comparison_text(const ProfileComparison& c, size_t top = 20);
 std::string comparison_csv(const ProfileComparison& c);
 nlohmann::json comparison_json(const ProfileComparison& c);

@@ -3,12 +3,17 @@
 // thread, and the timeline, totals and (for a scenario file) the training-step breakdown redraw.
 // --screenshot renders one frame after the simulations finish, writes it as PNG and exits (for
 // Xvfb). The window's frame loop is in gui/window.cpp, its panels in gui/*_panel.cpp.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "app/command_line.h"
+#include "app/hlo_import.h"
 #include "app/knob_options.h"
+#include "app/profile_import.h"
 #include "app/program_import.h"
 #include "app/scenario.h"
 #include "app/sim_flags.h"
@@ -20,6 +25,7 @@
 namespace {
 
 using namespace tpusim;
+namespace fs = std::filesystem;
 
 // The kernel's index in the catalog; throws Error listing the kernels.
 int catalog_index(const std::string& name) {
@@ -49,6 +55,35 @@ void add_compare_options(CLI::App& app, gui::WindowOptions& w, std::string& comp
                  "the compared kernel's chip (default: --chip); both on one time axis");
   app.add_option("--compare-scenario", w.compare_scenario,
                  "a second scenario whose training step is drawn under the first's");
+}
+
+struct MeasuredFlags {
+  std::string hlo, profile;
+  int device = 0;
+};
+
+// The compiled program joins the catalog (before anything holds an entry) and is shown, on its
+// compile's chip unless --chip says otherwise; with its measured profile when given. Returns the
+// kernel's name; throws Error.
+std::string open_compiled(gui::WindowOptions& w, const MeasuredFlags& f, bool chip_given) {
+  auto m = std::make_shared<gui::MeasuredInput>();
+  m->hlo = import_hlo(f.hlo);
+  m->kernel = "hlo:" + fs::path(f.hlo).filename().string();
+  kernels::register_kernel({m->kernel,
+                            "compiled program " + f.hlo,
+                            {},
+                            [program = m->hlo.program](
+                                const ChipSpec&, const kernels::KnobValues&) { return program; }});
+  if (!chip_given && !m->hlo.chip.empty()) w.knobs.chip = m->hlo.chip;
+  if (!f.profile.empty()) {
+    m->profile = load_profile(f.profile);
+    m->device = f.device;
+    if (f.device < 0 || f.device >= static_cast<int>(m->profile.devices.size()))
+      throw Error(fmt::format("--device: {} is not one of the profile's {} TPU devices", f.device,
+                              m->profile.devices.size()));
+    w.knobs.measured = m;
+  }
+  return m->kernel;
 }
 
 // An error line, exit status 2.
@@ -101,6 +136,14 @@ int main(int argc, char** argv) {
                  "run the scenario's GDN layers in this build instead of the file's")
       ->check(builds);
   add_view_options(app, w, script);
+  MeasuredFlags measured;
+  app.add_option("--hlo", measured.hlo,
+                 "a compiled program (python -m tpusim_jax compile DIR, or an HLO text file) "
+                 "shown as the kernel");
+  app.add_option("--profile", measured.profile,
+                 "the profile measured running the --hlo program (Perfetto trace JSON, .gz or "
+                 "not): its ops drawn under the simulated ones, per-op table in the totals");
+  app.add_option("--device", measured.device, "which TPU device of the profile (default 0)");
   SimFlags sim_flags;
   add_sim_flags(app, sim_flags,
                 "draw every grid step (by default spans that repeat the steps before them are "
@@ -112,6 +155,7 @@ int main(int argc, char** argv) {
 
   apply_sim_flags(sim_flags);
   try {
+    if (!measured.hlo.empty()) kernel = open_compiled(w, measured, app.count("--chip") > 0);
     if (!w.scenario.empty() && is_program_file(w.scenario)) {
       // A program from JAX joins the catalog (before anything holds an entry) and is shown.
       const ImportedProgram p = import_program(w.scenario);

@@ -81,6 +81,11 @@ Outcome simulate_knobs(const Knobs& k) {
     o.what = k.main.label();
     o.run = simulate_one(chip, k.main);
     o.why = why_slow(o.run->run, chip);
+    if (k.measured && k.main.entry().name == k.measured->kernel) {
+      const MeasuredInput& m = *k.measured;
+      o.comparison = compare_profile(m.profile, m.device, m.hlo, o.run->run);
+      o.measured = measured_spans(m.profile, m.device, *o.comparison, o.run->run);
+    }
     try {
       why_chain_and_batch(chip, k.main, *o.run, o.why);
     } catch (const std::exception& e) {  // twice the batch may not fit: say so, keep the run

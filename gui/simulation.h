@@ -2,11 +2,15 @@
 // optionally a second one compared on the same time axis), and the outcome of a run of the knobs
 // or of a scenario file's training step. Runs happen on the worker thread (gui/worker.h).
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "app/chrome_trace.h"
+#include "app/hlo_import.h"
+#include "app/profile_compare.h"
+#include "app/profile_import.h"
 #include "app/step_report.h"
 #include "gui/timeline_view.h"
 #include "kernels/catalog.h"
@@ -30,11 +34,21 @@ struct KernelChoice {
 // switching kernels keeps the shape the user set.
 KernelChoice switch_kernel(int kernel, const kernels::KnobValues& from);
 
+// A compiled program shown as a kernel (`--hlo`) and the profile measured running it
+// (`--profile`): the GUI draws the profile's ops under the simulated ones.
+struct MeasuredInput {
+  std::string kernel;  // the catalog entry of the compiled program
+  HloProgram hlo;
+  Profile profile;
+  int device = 0;
+};
+
 struct Knobs {
   std::string chip;
   KernelChoice main;
   std::optional<KernelChoice> compare;
   std::string compare_chip;  // the compared kernel's chip ("": the shown kernel's)
+  std::shared_ptr<const MeasuredInput> measured;  // compared with the program it ran
   bool operator==(const Knobs&) const = default;
 };
 
@@ -62,6 +76,10 @@ struct Outcome {
   int64_t batch_per_chip = 0;
   std::string error, what;
   std::vector<std::string> why;  // why the shown run takes its time (app/why_slow.h)
+  // A measured profile against the shown run (app/profile_compare.h): per op, and its first
+  // step's ops on the run's time axis.
+  std::optional<ProfileComparison> comparison;
+  std::vector<MeasuredSpan> measured;
   double peak_flops = 0;
   bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
 };

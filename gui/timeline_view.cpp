@@ -38,7 +38,8 @@ struct Frame {
   float x_of(int64_t c) const {
     return origin.x + label_width() + static_cast<float>(double(c - from) / span * plot_w);
   }
-  int item_rows = 0;  // the program's own rows above the units' lanes
+  int item_rows = 0;      // the program's own rows above the units' lanes
+  int measured_row = -1;  // among them, the measured profile's ops
   float item_y(int row) const { return origin.y + ruler_height() + row * lane_height(); }
   float lane_y(int lane) const { return item_y(item_rows + lane); }
 };
@@ -55,7 +56,8 @@ int item_rows(const RunResult& r) {
 const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f,
                              const std::string& stage) {
   const char* names[] = {"program", "collectives"};
-  for (int row = 0; row < f.item_rows; ++row)
+  const int program_rows = f.measured_row >= 0 ? f.measured_row : f.item_rows;
+  for (int row = 0; row < program_rows; ++row)
     dl->AddText(ImVec2(f.origin.x + 4, f.item_y(row) + 3), IM_COL32(220, 220, 220, 255),
                 names[row]);
   const ImVec2 m = ImGui::GetIO().MousePos;
@@ -79,6 +81,47 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f,
     if (m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &item;
   }
   return hovered;
+}
+
+// Within this error a measured op is drawn green, beyond it orange; unmatched ops grey.
+constexpr double kCloseOpErrorPct = 25;
+
+// The measured profile's ops in their row; returns the one under the mouse.
+const MeasuredSpan* draw_measured(ImDrawList* dl, const RunResult& r, const Frame& f,
+                                  const std::vector<MeasuredSpan>& spans) {
+  const float y = f.item_y(f.measured_row);
+  dl->AddText(ImVec2(f.origin.x + 4, y + 3), IM_COL32(220, 220, 220, 255), "measured");
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  const float left = f.origin.x + label_width(), right = f.origin.x + f.width;
+  const MeasuredSpan* hovered = nullptr;
+  for (const MeasuredSpan& s : spans) {
+    const float x0 = std::max(f.x_of(static_cast<int64_t>(s.start_s * r.clock_hz)), left),
+                x1 = std::min(f.x_of(static_cast<int64_t>((s.start_s + s.duration_s) * r.clock_hz)),
+                              right);
+    if (x1 < left || x0 > right) continue;
+    const double error = 100 * (s.predicted_s - s.duration_s) / s.duration_s;
+    const ImU32 colour = !s.matched                            ? IM_COL32(110, 110, 115, 255)
+                         : std::abs(error) <= kCloseOpErrorPct ? IM_COL32(90, 170, 100, 255)
+                                                               : IM_COL32(215, 120, 60, 255);
+    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
+                      colour);
+    if (ImGui::CalcTextSize(s.name.c_str()).x + 6 < x1 - x0)
+      dl->AddText(ImVec2(x0 + 3, y + 3), IM_COL32(255, 255, 255, 255), s.name.c_str());
+    if (m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &s;
+  }
+  return hovered;
+}
+
+void measured_tooltip(const MeasuredSpan& s) {
+  ImGui::BeginTooltip();
+  ImGui::Text("%s (measured)", s.name.c_str());
+  ImGui::Text("measured %.3f us", s.duration_s * 1e6);
+  if (s.matched)
+    ImGui::Text("predicted %.3f us (%+.1f%%)", s.predicted_s * 1e6,
+                100 * (s.predicted_s - s.duration_s) / s.duration_s);
+  else
+    ImGui::TextUnformatted("not in the simulated program");
+  ImGui::EndTooltip();
 }
 
 void item_tooltip(const RunResult& r, const ItemResult& item) {
@@ -315,7 +358,8 @@ std::string event_shapes(const Program& p, const TimelineEvent& e) {
 }
 
 void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState& st,
-                   const char* id, const Program* program, const std::vector<CriticalPath>* paths) {
+                   const char* id, const TimelineExtras& extras) {
+  const Program* program = extras.program;
   if (st.to <= st.from)
     st.from = 0, st.to = std::max<int64_t>(1, std::max(st.fit_cycles, r.cycles));
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -324,6 +368,7 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
   f.width = std::max(100.0f, ImGui::GetContentRegionAvail().x);
   f.plot_w = f.width - label_width();
   f.item_rows = item_rows(r);
+  if (extras.measured) f.measured_row = f.item_rows++;
   const float height = ruler_height() + (f.item_rows + lanes.count()) * lane_height();
   ImGui::InvisibleButton(id, ImVec2(f.width, std::max(height, 40.0f)));
   const bool hovered = ImGui::IsItemHovered();
@@ -376,13 +421,18 @@ void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState
       dl->AddText(ImVec2(x0 + 4, f.lane_y(lanes.lane_of[e.unit]) + 3), IM_COL32(255, 255, 255, 255),
                   "fast-forwarded");
   }
-  if (paths && st.show_path) {
+  const MeasuredSpan* hovered_measured =
+      extras.measured ? draw_measured(dl, r, f, *extras.measured) : nullptr;
+  if (const auto* paths = extras.paths; paths && st.show_path) {
     dl->PushClipRect(ImVec2(f.origin.x + label_width(), f.origin.y),
                      ImVec2(f.origin.x + f.width, f.origin.y + height), true);
     draw_paths(dl, r, lanes, f, *paths);
     dl->PopClipRect();
   }
-  hover_and_click(r, lanes, f, hovered, hovered_item, program, st);
+  if (hovered && hovered_measured)
+    measured_tooltip(*hovered_measured);
+  else
+    hover_and_click(r, lanes, f, hovered, hovered_item, program, st);
   legend();
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/critical_path.h"
+#include "app/profile_compare.h"
 #include "app/timeline_layout.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
@@ -44,11 +45,19 @@ ViewInput view_input(float plot_left, float plot_w, bool hovered);
 // the block a DMA moves ("" when the program does not say).
 std::string event_shapes(const Program& p, const TimelineEvent& e);
 
-// `id` keeps two timelines in one window apart (ImGui widget ids); `program` (optional) is what
-// ran, for the shapes in tooltips; `paths` (optional, drawn when state.show_path) the critical
-// paths of its kernel calls (app/critical_path.h): arrows from op to op, across grid steps.
+// What a timeline may show besides the run (each optional): `program` is what ran, for the shapes
+// in tooltips; `paths` the critical paths of its kernel calls (app/critical_path.h), drawn when
+// state.show_path as arrows from op to op across grid steps; `measured` a profile's ops on the
+// same axis (app/profile_compare.h), a "measured" row under the program's, coloured by the
+// prediction's error, which the tooltip gives.
+struct TimelineExtras {
+  const Program* program = nullptr;
+  const std::vector<CriticalPath>* paths = nullptr;
+  const std::vector<MeasuredSpan>* measured = nullptr;
+};
+
+// `id` keeps two timelines in one window apart (ImGui widget ids).
 void draw_timeline(const RunResult& r, const TimelineLanes& lanes, TimelineState& state,
-                   const char* id = "timeline", const Program* program = nullptr,
-                   const std::vector<CriticalPath>* paths = nullptr);
+                   const char* id = "timeline", const TimelineExtras& extras = {});
 
 }  // namespace tpusim::gui

@@ -133,6 +133,43 @@ void difference_table(const std::vector<StageDifference>& rows, const char* titl
   ImGui::TreePop();
 }
 
+// A measured profile against the run: the step's totals, then the ops with the largest absolute
+// errors first (app/profile_compare.h), as `tpusim compare` prints them.
+void measured_table(const ProfileComparison& c) {
+  double measured = 0, predicted = 0;
+  for (const OpComparison& op : c.ops) measured += op.measured_s, predicted += op.predicted_s;
+  ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);
+  if (!ImGui::TreeNode("measured", "measured against predicted per op (%s, per step): matched %.2f "
+                                   "us against %.2f us; %zu measured only, %zu predicted only",
+                       c.device.c_str(), measured * 1e6, predicted * 1e6, c.measured_only.size(),
+                       c.predicted_only.size()))
+    return;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("ops", 6, flags)) {
+    for (const char* h : {"op", "class", "per step", "measured us", "predicted us", "error"})
+      ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (const OpComparison& op : c.ops) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(op.name.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(op.op_class.c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("x%.0f", op.count_per_step);
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", op.measured_s * 1e6);
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", op.predicted_s * 1e6);
+      ImGui::TableNextColumn();
+      ImGui::Text("%+.1f%%", op.error_pct());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::TreePop();
+}
+
 void step_totals(const Outcome& o) {
   const StepPrediction& s = *o.step;
   ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
@@ -186,6 +223,7 @@ void run_panel(const Outcome& o) {
   if (o.compare)
     difference_table(stage_difference(r, o.compare->run), "per stage (first, compared, difference)",
                      "stage");
+  if (o.comparison) measured_table(*o.comparison);
   if (!o.why.empty() && ImGui::TreeNode("why is this slow?")) {
     for (const std::string& line : o.why) ImGui::TextWrapped("- %s", line.c_str());
     ImGui::TreePop();

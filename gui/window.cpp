@@ -94,7 +94,8 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
       for (const CriticalPath& path : s->paths)
         ImGui::TextUnformatted(critical_path_text(path, s->run.clock_hz).c_str());
     if (s == &*shown.run) {
-      draw_timeline(s->run, s->lanes, tl, "timeline", &s->program, &s->paths);
+      draw_timeline(s->run, s->lanes, tl, "timeline",
+                    {&s->program, &s->paths, shown.measured.empty() ? nullptr : &shown.measured});
       continue;
     }
     // The same window in time: the compared run's cycles, on its chip's clock, line up with the
@@ -105,7 +106,7 @@ double timelines(Outcome& shown, TimelineState& tl, double last_draw_ms) {
     c.to = std::llround(tl.to * ratio);
     c.fit_cycles = std::llround(tl.fit_cycles * ratio);
     const TimelineState scaled = c;
-    draw_timeline(s->run, s->lanes, c, "compare", &s->program, &s->paths);
+    draw_timeline(s->run, s->lanes, c, "compare", {&s->program, &s->paths});
     if (c.from != scaled.from || c.to != scaled.to)
       tl.from = std::llround(c.from / ratio), tl.to = std::llround(c.to / ratio);
     tl.selected_step = c.selected_step;
@@ -118,11 +119,17 @@ TimelineState view_of(const Outcome& o, const std::vector<double>& window_us) {
   TimelineState tl;
   if (!o.run) return tl;
   const RunResult& r = o.run->run;
-  // The longer run in the first's cycles (the compared one may run on another clock).
+  // The longer run in the first's cycles (the compared one may run on another clock), and the
+  // measured profile's step, which may end after the simulated run.
   tl.fit_cycles = std::max<int64_t>(
       r.cycles, o.compare
                     ? std::llround(o.compare->run.cycles * r.clock_hz / o.compare->run.clock_hz)
                     : int64_t{0});
+  if (!o.measured.empty()) {
+    const MeasuredSpan& last = o.measured.back();
+    tl.fit_cycles = std::max<int64_t>(tl.fit_cycles,
+                                      std::llround((last.start_s + last.duration_s) * r.clock_hz));
+  }
   if (window_us.size() == 2) {
     tl.from = static_cast<int64_t>(window_us[0] * 1e-6 * r.clock_hz);
     tl.to = static_cast<int64_t>(window_us[1] * 1e-6 * r.clock_hz);
@@ -185,6 +192,10 @@ struct Session {
       shown = std::move(*result);
       if (headless)
         for (const std::string& line : shown.why) std::fprintf(stderr, "why: %s\n", line.c_str());
+      if (headless && shown.comparison)
+        std::fprintf(stderr, "measured: %zu ops matched, %zu measured only, %zu in the lane\n",
+                     shown.comparison->ops.size(), shown.comparison->measured_only.size(),
+                     shown.measured.size());
       const TimelineState before = tl;
       tl = view_of(shown, o.window_us);
       std::copy(std::begin(before.find), std::end(before.find), tl.find);  // the search stays
@@ -253,7 +264,7 @@ struct Session {
     for (const CriticalPath& path : layers.paths)
       if (layer_tl.show_path) ImGui::TextUnformatted(critical_path_text(path, clock).c_str());
     const int opened = layer_tl.opened_item;
-    draw_timeline(layers.run, layers.lanes, layer_tl, "layers", &layers.program, &layers.paths);
+    draw_timeline(layers.run, layers.lanes, layer_tl, "layers", {&layers.program, &layers.paths});
     if (layer_tl.opened_item != opened) open_kernel(layer_tl.opened_item);
   }
   // The bottom: the knobs' kernel, or a tab each for the step and the kernel.

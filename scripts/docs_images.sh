@@ -46,5 +46,7 @@ printf 'click 312 377\nwait 3\nscreenshot docs/img/gui_scan_path.png\n' >"$scrip
 eval "$G --kernel gdn-scan-fwd --window-us 120 124 --script $script"
 printf 'click 312 377\nwait 3\nscreenshot docs/img/gui_solve_path.png\n' >"$script"
 eval "$G --kernel gdn-solve-triangular --window-us 104 112 --script $script"
+printf 'move 1000 440\nwait 3\nscreenshot docs/img/gui_measured.png\n' >"$script"
+eval "$G --hlo tests/data/hlo/gdn_main_path --profile tests/data/profile/gdn_main_path_trace.json.gz --script $script"
 rm -f "$script"
 eval "$G --kernel gdn-layer --build ladder --screenshot docs/img/gui_ladder_layer_v5e.png"

@@ -34,13 +34,23 @@ TEST(Profile, TheTpuDevicesLinesAreRead) {
   EXPECT_DOUBLE_EQ(j["devices"][0]["ops"][0]["total_us"].get<double>(), 200);
 }
 
+// The test profile matched to the compiled program it ran, simulated on v5e without dispatch.
+struct Matched {
+  Profile profile = load_profile(kTrace);
+  HloProgram hlo = import_hlo(kData + "hlo/gdn_main_path");
+  RunResult run = simulate(no_dispatch(load_chip("v5e")), hlo.program);
+  ProfileComparison comparison = compare_profile(profile, 0, hlo, run);
+  static ChipSpec no_dispatch(ChipSpec chip) {
+    chip.host_dispatch_s = 0;
+    return chip;
+  }
+};
+
 TEST(Profile, OpsMatchTheProgramByInstructionNamePerStep) {
-  const Profile p = load_profile(kTrace);
-  const HloProgram h = import_hlo(kData + "hlo/gdn_main_path");
-  ChipSpec chip = load_chip("v5e");
-  chip.host_dispatch_s = 0;
-  const RunResult r = simulate(chip, h.program);
-  const ProfileComparison c = compare_profile(p, 0, h, r);
+  const Matched m;
+  const Profile& p = m.profile;
+  const RunResult& r = m.run;
+  const ProfileComparison& c = m.comparison;
   EXPECT_EQ(c.steps, 2);
   EXPECT_NEAR(c.measured_step_s, 151e-6, 1e-12);  // 10+12+100+8+2 + 2x3 + 2x4 + 5 us
   ASSERT_EQ(c.measured_only.size(), 1u);
@@ -79,6 +89,33 @@ TEST(Profile, OpsMatchTheProgramByInstructionNamePerStep) {
   EXPECT_NE(csv.find("mystery.1,fusion,measured_only,"), std::string::npos) << csv;
 }
 
+// The GUI's measured lane: the first step's 10 op executions, end to end from the simulated
+// program's start as the script wrote them; each with one execution's prediction (the loop-body
+// fusion's per-step prediction over its 2 calls), the stranger unmatched.
+TEST(Profile, TheFirstStepsOpsLineUpWithTheSimulatedProgram) {
+  const Matched m;
+  const Profile& p = m.profile;
+  const RunResult& r = m.run;
+  const ProfileComparison& c = m.comparison;
+  const std::vector<MeasuredSpan> spans = measured_spans(p, 0, c, r);
+  ASSERT_EQ(spans.size(), 10u);
+  const double start = r.items.front().start / r.clock_hz;
+  double at = start, measured = 0;
+  for (const MeasuredSpan& s : spans) {
+    EXPECT_NEAR(s.start_s, at, 1e-12) << s.name;
+    at += s.duration_s;
+    measured += s.duration_s;
+    EXPECT_EQ(s.matched, s.name != "mystery.1") << s.name;
+  }
+  EXPECT_NEAR(measured, 151e-6, 1e-12);
+  for (const MeasuredSpan& s : spans) {
+    if (s.name != "fusion.112") continue;
+    const auto m = std::find_if(c.ops.begin(), c.ops.end(),
+                                [](const OpComparison& o) { return o.name == "fusion.112"; });
+    EXPECT_DOUBLE_EQ(s.predicted_s, m->predicted_s / 2);
+  }
+}
+
 TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
   const auto dir = std::filesystem::temp_directory_path();
   const std::string host_only = (dir / "tpusim_profile_host_only.json").string();
@@ -93,10 +130,9 @@ TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
             std::string::npos);
   EXPECT_NE(error_of([&] { load_profile(kData + "profile"); }).find("not a profile file"),
             std::string::npos);
-  const Profile p = load_profile(kTrace);
-  const HloProgram h = import_hlo(kData + "hlo/gdn_main_path");
-  const RunResult r = simulate(load_chip("v5e"), h.program);
-  EXPECT_NE(error_of([&] { compare_profile(p, 3, h, r); }).find("no device 3"), std::string::npos);
+  const Matched m;
+  EXPECT_NE(error_of([&] { compare_profile(m.profile, 3, m.hlo, m.run); }).find("no device 3"),
+            std::string::npos);
 }
 
 }  // namespace

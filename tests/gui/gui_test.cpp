@@ -596,3 +596,34 @@ TEST(Gui, AKnobChangeSimulatesAgain) {
   ASSERT_EQ(times.size(), 2u) << log;
   EXPECT_NE(times[0], times[1]) << log;
 }
+
+// A compiled program with the profile measured running it: the first step's 10 ops in a
+// "measured" row under the program's (7 matched, 1 measured only), and hovering one gives its
+// measured and predicted time.
+TEST(Gui, AMeasuredProfileIsDrawnUnderTheSimulatedProgram) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
+  const auto [still, hovered] = before_and_after("tpusim_gui_measured", "move 1000 440",
+                                                 "--hlo " + data + "hlo/gdn_main_path --profile " +
+                                                     data + "profile/gdn_main_path_trace.json.gz");
+  ASSERT_EQ(still.w, 1600);
+  // The measured row (y 433-449): orange (off by more than 25%) over most of the step.
+  const int orange = count_pixels(still, 700, 433, 1590, 449, [](int r, int g, int b) {
+    return r > 190 && g > 100 && g < 140 && b < 80;
+  });
+  EXPECT_GT(orange, 5000);
+  EXPECT_GT(light_pixels(hovered, 1000, 440, 1300, 510),
+            light_pixels(still, 1000, 440, 1300, 510) + 500);
+  int status = -1;
+  const Png p = screenshot("--hlo " + data + "hlo/gdn_main_path --profile " + data +
+                               "profile/gdn_main_path_trace.json.gz",
+                           &status);
+  EXPECT_NE(p.log.find("measured: 7 ops matched, 1 measured only, 10 in the lane"),
+            std::string::npos)
+      << p.log;
+  const Png bad = screenshot("--hlo " + data + "hlo/gdn_main_path --profile " + data +
+                                 "profile/gdn_main_path_trace.json.gz --device 3",
+                             &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --device: 3 is not one of the profile's 1", 0), 0u)
+      << bad.log;
+}
