@@ -6,6 +6,7 @@
 
 #include "app/bench.h"
 #include "app/calibrate.h"
+#include "app/profile_calibration.h"
 #include "app/report.h"
 #include "app/scenario.h"
 #include "app/version.h"
@@ -68,19 +69,54 @@ Command chip_command(CLI::App& app) {
       }};
 }
 
+// `calibrate --profile TRACE --hlo DIR`: the constants the profile would move.
+template <typename Args>
+void calibrate_on_profile(const Args& a) {
+  if (a.profile.empty() || a.hlo.empty())
+    throw Error("--profile and --hlo go together: the measured profile and the program it ran");
+  const Profile profile = load_profile(a.profile);
+  const HloProgram h = import_hlo(a.hlo);
+  const std::string chip = !a.chip.empty() ? a.chip : h.chip.empty() ? "v5e" : h.chip;
+  ChipSpec spec = load_chip(chip);
+  spec.host_dispatch_s = 0;  // per op: the device's time, as the profile's ops are
+  const auto moves = profile_constant_moves(profile, a.device, h, spec);
+  OutputFiles files;
+  std::vector<std::string> skipped;
+  if (a.write) skipped = stage_moved_values(moved_values(moves, a.profile), chip, files);
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  summary << fmt::format(
+                 "calibrate: what {} would move ({} simulated on {}; each constant alone, "
+                 "{}):\n",
+                 a.profile, a.hlo, chip,
+                 a.write ? "written to the chip files" : "nothing written without --write")
+          << profile_moves_text(moves);
+  for (const std::string& s : skipped) summary << "  not written: " << s << "\n";
+}
+
 Command calibrate_command(CLI::App& app) {
   struct Args {
     bool write = false;
-    std::string markdown;
+    std::string markdown, profile, hlo, chip;
+    int device = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
       "calibrate",
       "fit every calibrated constant on its measured data and print predicted against measured");
-  c->add_flag("--write", a->write, "update the chip files and docs/calibration.md");
+  c->add_flag("--write", a->write,
+              "update the chip files and docs/calibration.md (with --profile: the chip files "
+              "with the values the profile moves)");
   c->add_option("--markdown", a->markdown,
                 "write the full report to FILE ('-': print it instead of the summary)");
+  c->add_option("--profile", a->profile,
+                "instead: report which constants this measured profile (Perfetto trace JSON) of "
+                "the --hlo program would move, and by how much");
+  c->add_option("--hlo", a->hlo, "the compiled program the --profile measured");
+  c->add_option("--device", a->device, "which TPU device of the profile (default 0)");
+  c->add_option("--chip", a->chip, "the chip (default: the compile's)");
   return {c, [a] {
+            if (!a->profile.empty() || !a->hlo.empty()) return calibrate_on_profile(*a);
             const Calibration cal = calibrate([](const std::string& what, double seconds) {
               fmt::print(stderr, "calibrate: {} ({:.1f} s)\n", what, seconds);
             });

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/profile_calibration.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
 #include "models/chip_loader.h"
@@ -114,6 +115,29 @@ TEST(Profile, TheFirstStepsOpsLineUpWithTheSimulatedProgram) {
                                 [](const OpComparison& o) { return o.name == "fusion.112"; });
     EXPECT_DOUBLE_EQ(s.predicted_s, m->predicted_s / 2);
   }
+}
+
+// Which constants the test profile would move: the solve's custom call alone depends on the row
+// step's latency, and the value found predicts its measured 100 us; a constant no matched op
+// depends on stays as recorded; the moved values go to the chip files only when asked.
+TEST(Profile, CalibrateOnAProfileMovesTheConstantsItsOpsDependOn) {
+  const Matched m;
+  const ChipSpec chip = Matched::no_dispatch(load_chip("v5e"));
+  const std::vector<ProfileConstantMove> moves =
+      profile_constant_moves(m.profile, 0, m.hlo, chip);
+  std::map<std::string, ProfileConstantMove> by;
+  for (const ProfileConstantMove& x : moves) by[x.key] = x;
+  const ProfileConstantMove& row = by.at("xla_row_solve_step_cycles");
+  ASSERT_EQ(row.ops, std::vector<std::string>{"custom-call.2"});
+  EXPECT_NEAR(row.measured_s, 100e-6, 1e-12);
+  EXPECT_GT(row.moved, row.recorded);  // predicted 67 us: each row step takes longer
+  EXPECT_NEAR(row.predicted_moved_s, 100e-6, 0.005 * 100e-6);
+  EXPECT_TRUE(by.at("ici_efficiency").ops.empty());  // no collective in the program
+  EXPECT_EQ(by.at("ici_efficiency").moved, by.at("ici_efficiency").recorded);
+  const std::vector<CalibratedValue> values = moved_values(moves, "trace.json.gz");
+  EXPECT_TRUE(std::any_of(values.begin(), values.end(), [](const CalibratedValue& v) {
+    return v.key == "xla_row_solve_step_cycles" && v.integer;
+  }));
 }
 
 TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {

@@ -447,6 +447,36 @@ TEST_F(Cli, ImportProfileAndCompareItPerOp) {
   EXPECT_EQ(j["ops"].size(), 7u);
 }
 
+// `calibrate --profile`: the report names what each constant governs; nothing is written without
+// --write, and with it the moved row-step latency lands in a copy of the chip files (the
+// repository's are not touched), its provenance naming the profile.
+TEST_F(Cli, CalibrateOnAProfileReportsAndWritesOnlyWhenAsked) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
+  const std::string args = fmt::format("calibrate --profile {}profile/gdn_main_path_trace.json.gz "
+                                       "--hlo {}hlo/gdn_main_path",
+                                       data, data);
+  CmdResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("nothing written without --write"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("xla_row_solve_step_cycles    154          governs 1 ops: measured 100.00 "
+                       "us, predicted"),
+            std::string::npos)
+      << r.out;
+  const fs::path models = path("models");
+  fs::copy(std::string(TPUSIM_SOURCE_DIR) + "/models", models, fs::copy_options::recursive);
+  setenv("TPUSIM_MODELS_DIR", models.c_str(), 1);
+  r = run(args + " --write");
+  unsetenv("TPUSIM_MODELS_DIR");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string shared = slurp(models / "chips" / "shared.yaml");
+  EXPECT_NE(shared.find("calibrated: \"tpusim calibrate --profile "), std::string::npos) << shared;
+  EXPECT_EQ(slurp(std::string(TPUSIM_SOURCE_DIR) + "/models/chips/shared.yaml")
+                .find("tpusim calibrate --profile"),
+            std::string::npos);
+  expect_clean_failure(run(fmt::format("calibrate --hlo {}hlo/gdn_main_path", data)),
+                       "--profile and --hlo go together");
+}
+
 TEST_F(Cli, RunHloAndProgram) {
   const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/hlo/";
   CmdResult r = run(fmt::format("run --hlo {}gdn_main_path --json {}", data, path("h.json")));
