@@ -67,6 +67,11 @@ class LayerProgram {
 
 using A = Activation;
 
+// The width of a layer's residual stream on one chip: MaxText's rules shard the activations' embed
+// dimension over the tensor axis ('activation_embed' -> tensor, 'norm' -> tensor; configs/base.yml
+// logical_axis_rules), so the norms and residual adds touch 1/tensor of it.
+int64_t embed_shard(const StepConfig& c) { return c.model.d_model / c.mesh.tensor; }
+
 // The forward pass computes everything; its recompute in the backward skips what the policy saved.
 const RematPolicy& compute_all() {
   static const RematPolicy full = RematPolicy::named("full");
@@ -195,30 +200,30 @@ void moe_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
 void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
                  const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model;
-  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   if (c.model.is_moe()) {
     moe_forward(lp, c, l, phase + ": moe", keep);
-    lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+    lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
     return;
   }
   if (const int64_t n = mlp_in_columns(c, l, keep)) lp.dot(phase + ": mlp", M, E, n);
   // The activation's output is not a named checkpoint: the down projection's backward needs it.
   lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
   if (!keep.saved(A::mlpwo)) lp.dot(phase + ": mlp", M, l.mlp, E);
-  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
 }
 
 void mlp_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
   const int64_t M = l.tokens, E = c.model.d_model;
   if (c.model.is_moe()) {
     moe_backward(lp, c, l);
-    lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+    lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
     return;
   }
   lp.dot_bwd("bwd: mlp", M, l.mlp, E);
   lp.fusion("bwd: mlp", c.model.swiglu ? Fusion::swiglu_bwd : Fusion::gelu_bwd, M, l.mlp);
   lp.dot_bwd("bwd: mlp", M, E, (c.model.swiglu ? 2 : 1) * l.mlp);
-  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
 }
 
 kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l) {
@@ -244,7 +249,7 @@ kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l
 void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
                        const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
-  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   const int64_t qkv_columns = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) +
                               (keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh) +
                               (keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh);
@@ -256,7 +261,7 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   if (!keep.saved(A::context))
     lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
   if (!keep.saved(A::out_proj)) lp.dot(phase + ": attention proj", M, l.q_heads * Dh, E);
-  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
   mlp_forward(lp, c, l, phase, keep);
 }
 
@@ -264,7 +269,7 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
                  const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
-  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, E);
+  lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   // The GDN layer names no checkpoints (xla_lowering.md 3): its projections are recomputed under
   // every policy but "full" recomputes all of them anyway.
   lp.dot(phase + ": gdn proj", M, E, 2 * K + 2 * V);
@@ -275,7 +280,7 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
             2 * V);  // q, k repeated to the value heads
   lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
   lp.dot(phase + ": gdn out", M, V, E);
-  lp.fusion(phase + ": norms", Fusion::residual_add, M, E);
+  lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
   mlp_forward(lp, c, l, phase, keep);
 }
 
@@ -299,7 +304,7 @@ Program attention_layer(const StepConfig& c, const LocalSizes& l) {
   lp.fusion("bwd: attention proj", Fusion::rope, M, l.q_heads * Dh);
   lp.fusion("bwd: attention proj", Fusion::rope, M, l.kv_heads * Dh);
   lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
-  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
   return lp.p;
 }
 
@@ -316,7 +321,7 @@ Program gdn_layer(const StepConfig& c, const LocalSizes& l) {
   lp.fusion("bwd: gdn conv + gates", Fusion::gdn_gates, M, 2 * l.gdn_value_heads);
   lp.dot_bwd("bwd: gdn proj", M, E, 2 * K + 2 * V);
   lp.dot_bwd("bwd: gdn proj", M, E, 2 * l.gdn_value_heads);
-  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, E);
+  lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
   // The core: forward, its recompute and its backward (kernels/gdn/layer.cpp), by build.
   kernels::gdn::LayerOptions core = c.gdn;
   if (c.mesh.context > 1) core.context = context_axis(c);
