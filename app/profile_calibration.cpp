@@ -67,7 +67,6 @@ ProfileConstantMove move_of(const Knob& k, const Profile& p, int device, const H
   ChipSpec bumped = chip;
   k.set(bumped, m.recorded * 1.1);
   const std::map<std::string, double> after = predicted_ops(p, device, h, bumped);
-  std::vector<std::string> governed;
   for (const OpComparison& op : base.ops)
     if (std::abs(after.at(op.name) - op.predicted_s) >= 0.005 * op.predicted_s) {
       m.ops.push_back(op.name);

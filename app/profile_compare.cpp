@@ -105,18 +105,22 @@ std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
   const ProfileEvent* window = !d.steps.empty()     ? &d.steps.front()
                                : !d.modules.empty() ? &d.modules.front()
                                                     : nullptr;
+  // The first step (or module); without either, every op from the first one's start.
   double from_us = d.ops.front().start_us, to_us = 1e300;
-  for (const ProfileEvent& e : d.ops) from_us = std::min(from_us, e.start_us);
-  if (window) from_us = window->start_us, to_us = window->start_us + window->duration_us;
+  if (window)
+    from_us = window->start_us, to_us = window->start_us + window->duration_us;
+  else
+    for (const ProfileEvent& e : d.ops) from_us = std::min(from_us, e.start_us);
   const double program_start_s = r.items.empty() ? 0 : r.items.front().start / r.clock_hz;
+  std::map<std::string, double> per_execution;  // of the matched ops
+  for (const OpComparison& o : c.ops)
+    if (o.count_per_step > 0) per_execution[o.name] = o.predicted_s / o.count_per_step;
   for (const ProfileEvent& e : d.ops) {
     if (e.start_us < from_us || e.start_us >= to_us) continue;
     MeasuredSpan s{e.name, program_start_s + (e.start_us - from_us) * 1e-6, e.duration_us * 1e-6};
-    const auto m = std::find_if(c.ops.begin(), c.ops.end(),
-                                [&](const OpComparison& o) { return o.name == e.name; });
-    if (m != c.ops.end() && m->count_per_step > 0) {
+    if (const auto m = per_execution.find(e.name); m != per_execution.end()) {
       s.matched = true;
-      s.predicted_s = m->predicted_s / m->count_per_step;
+      s.predicted_s = m->second;
     }
     out.push_back(std::move(s));
   }
