@@ -288,7 +288,7 @@ void legend() {
   ImGui::ColorButton("fast-forwarded", ImGui::ColorConvertU32ToFloat4(IM_COL32(70, 150, 170, 255)),
                      ImGuiColorEditFlags_NoTooltip, ImVec2(12, 12));
   ImGui::SameLine();
-  ImGui::TextUnformatted("fast-forwarded (repeating steps; --no-fast-forward)");
+  ImGui::TextUnformatted("fast-forwarded (repeats)");
   ImGui::NewLine();
 }
 
