@@ -54,9 +54,12 @@ Png screenshot(const std::string& args, int* status) {
   const fs::path out = dir / fmt::format("shot{}.png", call);
   const fs::path log_file = dir / fmt::format("log{}", call);
   fs::remove(out);
+  // The X authority file in the test's folder: without one xvfb-run makes a temporary folder of
+  // its own, sometimes cannot remove it at exit and then exits 5 whatever the GUI returned (a
+  // sanitizer CI run failed on it).
   const std::string cmd =
-      fmt::format("xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --screenshot {} >{} 2>&1",
-                  TPUSIM_GUI, args, out.string(), log_file.string());
+      fmt::format("xvfb-run -a -f {} -s '-screen 0 1600x1000x24' {} {} --screenshot {} >{} 2>&1",
+                  (dir / "xauthority").string(), TPUSIM_GUI, args, out.string(), log_file.string());
   const int raw = std::system(cmd.c_str());
   *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   Png p = load_png(out);
@@ -210,7 +213,7 @@ int play(const fs::path& dir, const std::string& steps, const std::string& args,
   fs::create_directories(dir);
   std::ofstream(dir / "script.txt") << steps;
   const std::string cmd = fmt::format(
-      "cd {} && xvfb-run -a -s '-screen 0 1600x1000x24' {} {} --script script.txt "
+      "cd {} && xvfb-run -a -f xauthority -s '-screen 0 1600x1000x24' {} {} --script script.txt "
       ">log 2>&1",
       dir.string(), TPUSIM_GUI, args);
   const int raw = std::system(cmd.c_str());
