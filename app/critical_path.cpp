@@ -29,8 +29,15 @@ std::vector<PathEdge> step_chain(const RunResult& r, const StepOps& ops,
                                  const std::vector<std::vector<int>>& prod, size_t* first,
                                  size_t* last) {
   size_t cur = ops.begin()->second;
-  for (const auto& [op, e] : ops)
+  // Each unit's ops by end, to find the one that held a unit last before a given cycle.
+  std::map<int32_t, std::vector<size_t>> by_unit;
+  for (const auto& [op, e] : ops) {
     if (r.events[e].end > r.events[cur].end) cur = e;
+    by_unit[r.events[e].unit].push_back(e);
+  }
+  for (auto& [unit, events] : by_unit)
+    std::sort(events.begin(), events.end(),
+              [&](size_t a, size_t b) { return r.events[a].end < r.events[b].end; });
   *last = cur;
   std::vector<PathEdge> chain;
   for (;;) {
@@ -44,10 +51,16 @@ std::vector<PathEdge> step_chain(const RunResult& r, const StepOps& ops,
         if (pe.end <= c.start && pe.start < c.start && pe.end > best_end)
           best = it->second, best_end = pe.end;
       }
-    for (const auto& [op, e] : ops) {  // the op that held the unit, if it freed it later
+    // The op that held the unit, if it freed it later: the last to end by the op's start.
+    const std::vector<size_t>& unit = by_unit.at(c.unit);
+    auto held = std::upper_bound(unit.begin(), unit.end(), c.start,
+                                 [&](int64_t t, size_t e) { return t < r.events[e].end; });
+    while (held != unit.begin()) {
+      const size_t e = *--held;
       const TimelineEvent& u = r.events[e];
-      if (e != cur && u.unit == c.unit && u.end <= c.start && u.start < c.start && u.end > best_end)
-        best = e, best_end = u.end, data = false;
+      if (e == cur || u.start >= c.start) continue;
+      if (u.end > best_end) best = e, best_end = u.end, data = false;
+      break;
     }
     if (best == SIZE_MAX) break;
     chain.push_back({best, cur, data});
