@@ -190,6 +190,12 @@ struct Session {
                      step_shown.compare_step->step_time_s);
     } else {
       shown = std::move(*result);
+      if (headless && shown.run) {
+        std::fprintf(stderr, "shown: %.4f ms", shown.run->run.time_s * 1e3);
+        if (shown.compare)
+          std::fprintf(stderr, "; compared: %.4f ms", shown.compare->run.time_s * 1e3);
+        std::fprintf(stderr, "\n");
+      }
       if (headless)
         for (const std::string& line : shown.why) std::fprintf(stderr, "why: %s\n", line.c_str());
       if (headless && shown.comparison)

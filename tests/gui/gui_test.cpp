@@ -630,3 +630,24 @@ TEST(Gui, AMeasuredProfileIsDrawnUnderTheSimulatedProgram) {
   EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --device: 3 is not one of the profile's 1", 0), 0u)
       << bad.log;
 }
+
+// Comparing the scan build's GDN layer with the heads build's, each with its own tiles: the GUI
+// shows the two times `tpusim kernel gdn-layer --build ...` prints (different ones).
+TEST(Gui, CompareScanWithHeadsShowsTheCliTimes) {
+  int status = -1;
+  const Png p = screenshot(
+      "--kernel gdn-layer --build scan --compare gdn-layer --compare-build heads", &status);
+  ASSERT_EQ(status, 0) << p.log;
+  auto cli_ms = [](const std::string& build) {
+    const fs::path out = fs::temp_directory_path() / ("tpusim_gui_cli_" + build);
+    std::system(
+        fmt::format("{} kernel gdn-layer --build {} >{}", TPUSIM_BIN, build, out.string()).c_str());
+    std::ifstream in(out);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    return text.substr(text.find(" time ") + 6, text.find(" ms") - text.find(" time ") - 6);
+  };
+  const std::string scan = cli_ms("scan"), heads = cli_ms("heads");
+  EXPECT_NE(scan, heads);
+  EXPECT_NE(p.log.find("shown: " + scan + " ms; compared: " + heads + " ms"), std::string::npos)
+      << p.log << " CLI: " << scan << ", " << heads;
+}
