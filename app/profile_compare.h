@@ -54,6 +54,7 @@ struct MeasuredSpan {
   std::string name;
   double start_s = 0, duration_s = 0, predicted_s = 0;
   bool matched = false;
+  double error_pct() const { return 100.0 * (predicted_s - duration_s) / duration_s; }
 };
 std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
                                          const ProfileComparison& c, const RunResult& r);

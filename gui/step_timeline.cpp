@@ -153,7 +153,6 @@ int draw_step_timeline(const std::vector<TraceSpan>& spans, StepTimelineState& s
   for (size_t l = 0; l < lanes.size(); ++l)
     dl->AddText(ImVec2(f.origin.x + 4, f.lane_y(static_cast<int>(l)) + 2),
                 IM_COL32(220, 220, 220, 255), lanes[l].c_str());
-  const ImVec2 m = ImGui::GetIO().MousePos;
   const float left = f.origin.x + label_width(), right = f.origin.x + f.width;
   int hovered_span = -1;
   std::vector<int> drawn_in_lane(lanes.size());
@@ -167,13 +166,14 @@ int draw_step_timeline(const std::vector<TraceSpan>& spans, StepTimelineState& s
     if (x1 < left || x0 > right) continue;
     const float y = f.lane_y(lane);
     const bool selected = static_cast<int>(i) == st.selected;
-    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
-                      selected ? IM_COL32(255, 255, 255, 255) : span_colour(s, odd));
-    if (ImGui::CalcTextSize(s.name.c_str()).x + 6 < x1 - x0)
-      dl->AddText(ImVec2(x0 + 3, y + 2),
-                  selected ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), s.name.c_str());
-    if (hovered && m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1)
-      hovered_span = static_cast<int>(i);
+    const NamedBox box{x0,
+                       x1,
+                       y,
+                       lane_height(),
+                       selected ? IM_COL32(255, 255, 255, 255) : span_colour(s, odd),
+                       selected ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255),
+                       2};
+    if (draw_named_box(dl, box, s.name) && hovered) hovered_span = static_cast<int>(i);
   }
   if (hovered_span < 0) return -1;
   span_tooltip(spans[hovered_span]);

@@ -60,7 +60,6 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f,
   for (int row = 0; row < program_rows; ++row)
     dl->AddText(ImVec2(f.origin.x + 4, f.item_y(row) + 3), IM_COL32(220, 220, 220, 255),
                 names[row]);
-  const ImVec2 m = ImGui::GetIO().MousePos;
   const ItemResult* hovered = nullptr;
   const float left = f.origin.x + label_width(), right = f.origin.x + f.width;
   for (size_t i = 0; i < r.items.size(); ++i) {
@@ -74,11 +73,7 @@ const ItemResult* draw_items(ImDrawList* dl, const RunResult& r, const Frame& f,
                          : row == 1                     ? im_colour(cause_colour(Cause::collective))
                          : i % 2                        ? IM_COL32(70, 90, 130, 255)
                                                         : IM_COL32(90, 115, 160, 255);
-    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
-                      colour);
-    if (ImGui::CalcTextSize(item.name.c_str()).x + 6 < x1 - x0)
-      dl->AddText(ImVec2(x0 + 3, y + 3), IM_COL32(255, 255, 255, 255), item.name.c_str());
-    if (m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &item;
+    if (draw_named_box(dl, {x0, x1, y, lane_height(), colour}, item.name)) hovered = &item;
   }
   return hovered;
 }
@@ -91,7 +86,6 @@ const MeasuredSpan* draw_measured(ImDrawList* dl, const RunResult& r, const Fram
                                   const std::vector<MeasuredSpan>& spans) {
   const float y = f.item_y(f.measured_row);
   dl->AddText(ImVec2(f.origin.x + 4, y + 3), IM_COL32(220, 220, 220, 255), "measured");
-  const ImVec2 m = ImGui::GetIO().MousePos;
   const float left = f.origin.x + label_width(), right = f.origin.x + f.width;
   const MeasuredSpan* hovered = nullptr;
   for (const MeasuredSpan& s : spans) {
@@ -99,15 +93,11 @@ const MeasuredSpan* draw_measured(ImDrawList* dl, const RunResult& r, const Fram
                 x1 = std::min(f.x_of(static_cast<int64_t>((s.start_s + s.duration_s) * r.clock_hz)),
                               right);
     if (x1 < left || x0 > right) continue;
-    const double error = 100 * (s.predicted_s - s.duration_s) / s.duration_s;
-    const ImU32 colour = !s.matched                            ? IM_COL32(110, 110, 115, 255)
-                         : std::abs(error) <= kCloseOpErrorPct ? IM_COL32(90, 170, 100, 255)
-                                                               : IM_COL32(215, 120, 60, 255);
-    dl->AddRectFilled(ImVec2(x0, y + 2), ImVec2(std::max(x1, x0 + 1), y + lane_height() - 2),
-                      colour);
-    if (ImGui::CalcTextSize(s.name.c_str()).x + 6 < x1 - x0)
-      dl->AddText(ImVec2(x0 + 3, y + 3), IM_COL32(255, 255, 255, 255), s.name.c_str());
-    if (m.y >= y && m.y < y + lane_height() && m.x >= x0 - 1 && m.x <= x1 + 1) hovered = &s;
+    const ImU32 colour = !s.matched ? IM_COL32(110, 110, 115, 255)
+                         : std::abs(s.error_pct()) <= kCloseOpErrorPct
+                             ? IM_COL32(90, 170, 100, 255)
+                             : IM_COL32(215, 120, 60, 255);
+    if (draw_named_box(dl, {x0, x1, y, lane_height(), colour}, s.name)) hovered = &s;
   }
   return hovered;
 }
@@ -117,8 +107,7 @@ void measured_tooltip(const MeasuredSpan& s) {
   ImGui::Text("%s (measured)", s.name.c_str());
   ImGui::Text("measured %.3f us", s.duration_s * 1e6);
   if (s.matched)
-    ImGui::Text("predicted %.3f us (%+.1f%%)", s.predicted_s * 1e6,
-                100 * (s.predicted_s - s.duration_s) / s.duration_s);
+    ImGui::Text("predicted %.3f us (%+.1f%%)", s.predicted_s * 1e6, s.error_pct());
   else
     ImGui::TextUnformatted("not in the simulated program");
   ImGui::EndTooltip();
@@ -315,6 +304,15 @@ void hover_and_click(const RunResult& r, const TimelineLanes& lanes, const Frame
 }  // namespace
 
 ImU32 im_colour(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
+
+bool draw_named_box(ImDrawList* dl, const NamedBox& b, const std::string& name) {
+  dl->AddRectFilled(ImVec2(b.x0, b.y + 2), ImVec2(std::max(b.x1, b.x0 + 1), b.y + b.height - 2),
+                    b.fill);
+  if (ImGui::CalcTextSize(name.c_str()).x + 6 < b.x1 - b.x0)
+    dl->AddText(ImVec2(b.x0 + 3, b.y + b.text_dy), b.text, name.c_str());
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  return m.y >= b.y && m.y < b.y + b.height && m.x >= b.x0 - 1 && m.x <= b.x1 + 1;
+}
 
 ViewInput view_input(float plot_left, float plot_w, bool hovered) {
   const ImGuiIO& io = ImGui::GetIO();

@@ -30,6 +30,16 @@ struct TimelineState {
 
 ImU32 im_colour(Rgb c);
 
+// A box of a timeline's row: [x0, x1] filled within the row [y, y + height) (at least a pixel
+// wide), its name inside when it fits (text `text_dy` below the row's top). Returns whether the
+// mouse is over it.
+struct NamedBox {
+  float x0, x1, y, height;
+  ImU32 fill, text = IM_COL32(255, 255, 255, 255);
+  float text_dy = 3;
+};
+bool draw_named_box(ImDrawList* dl, const NamedBox& b, const std::string& name);
+
 // What the user asked of a timeline's view this frame, as in Perfetto: the wheel or W/S zoom at
 // the cursor, A/D pan by a fifth of the view, dragging pans, R shows the whole run again. Call it
 // right after the timeline's InvisibleButton (dragging is that item's).

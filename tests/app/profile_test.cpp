@@ -49,7 +49,6 @@ struct Matched {
 
 TEST(Profile, OpsMatchTheProgramByInstructionNamePerStep) {
   const Matched m;
-  const Profile& p = m.profile;
   const RunResult& r = m.run;
   const ProfileComparison& c = m.comparison;
   EXPECT_EQ(c.steps, 2);
