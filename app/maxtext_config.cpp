@@ -249,4 +249,51 @@ MaxTextImport import_maxtext(const std::string& model_file,
   return r;
 }
 
+std::vector<std::string> maxtext_command_line(const StepConfig& c) {
+  const ModelConfig& m = c.model;
+  if (m.gdn_layers() > 0)
+    throw Error(
+        fmt::format("model {}: Gated Delta Net layers have no MaxText command line here", m.name));
+  const std::map<std::string, int64_t> dims = {{"d_model", m.d_model},   {"q_heads", m.q_heads},
+                                               {"kv_heads", m.kv_heads}, {"mlp_dim", m.mlp_dim},
+                                               {"layers", m.layers},     {"head_dim", m.head_dim},
+                                               {"vocab", m.vocab}};
+  std::vector<std::string> args;
+  for (const auto& [maxtext, ours] : kModelKeys)
+    args.push_back(fmt::format("{}={}", maxtext, dims.at(ours)));
+  args.push_back(m.swiglu ? "mlp_activations=[silu,linear]" : "mlp_activations=[gelu]");
+  if (m.is_moe()) {
+    const std::map<std::string, int64_t> moe = {{"experts", m.moe.experts},
+                                                {"top_k", m.moe.top_k},
+                                                {"mlp_dim", m.moe.mlp_dim},
+                                                {"shared", m.moe.shared}};
+    for (const auto& [maxtext, ours] : kMoeKeys)
+      args.push_back(fmt::format("{}={}", maxtext, moe.at(ours)));
+    args.push_back(fmt::format("sparse_matmul={}", c.moe_sparse_matmul ? "true" : "false"));
+    if (c.capacity_factor > 0) args.push_back(fmt::format("capacity_factor={}", c.capacity_factor));
+  }
+  args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
+  args.push_back(fmt::format("max_target_length={}", c.seq));
+  args.push_back(fmt::format("remat_policy={}", c.remat.policy));
+  if (c.remat.policy == "custom")
+    for (int i = 0; i < kNumActivations; ++i)
+      args.push_back(
+          fmt::format("{}={}", name(static_cast<Activation>(i)), name(c.remat.where[i])));
+  args.push_back(
+      fmt::format("weight_dtype={}", c.weight_dtype == DType::f32 ? "float32" : "bfloat16"));
+  if (c.int8_matmuls) args.push_back("quantization=int8");
+  if (c.vocab_tiles > 1) args.push_back(fmt::format("num_vocab_tiling={}", c.vocab_tiles));
+  for (const auto& [maxtext, size] :
+       std::vector<std::pair<std::string, int64_t>>{{"ici_fsdp_parallelism", c.mesh.fsdp},
+                                                    {"ici_tensor_parallelism", c.mesh.tensor},
+                                                    {"ici_context_parallelism", c.mesh.context},
+                                                    {"ici_expert_parallelism", c.mesh.expert}})
+    args.push_back(fmt::format("{}={}", maxtext, size));
+  // MaxText names v5p slices by TensorCores, two per chip (as `topology` above reads them).
+  const int64_t devices = c.chip.name == "v5p" ? 2 * c.chips_per_slice : c.chips_per_slice;
+  args.push_back(fmt::format("compile_topology={}-{}", c.chip.name, devices));
+  args.push_back(fmt::format("compile_topology_num_slices={}", c.mesh.data));
+  return args;
+}
+
 }  // namespace tpusim

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/workload/step_config.h"
+
 namespace tpusim {
 
 struct MaxTextImport {
@@ -27,5 +29,10 @@ struct MaxTextImport {
 MaxTextImport import_maxtext(const std::string& model_file,
                              const std::vector<std::string>& overrides, const std::string& name,
                              const std::string& model_path);
+
+// The inverse: the MaxText command line (model dims, run, topology and mesh as KEY=VALUE) of a
+// step, as `tpusim export maxtext` prints it and `python -m tpusim_jax compile-step` compiles it.
+// Throws Error for what MaxText's command line cannot say here (Gated Delta Net layers).
+std::vector<std::string> maxtext_command_line(const StepConfig& c);
 
 }  // namespace tpusim

@@ -9,6 +9,8 @@
 #include <set>
 #include <utility>
 
+#include "app/compiled_step.h"
+#include "app/maxtext_config.h"
 #include "models/chip_loader.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
@@ -37,10 +39,26 @@ const std::map<std::string, std::vector<std::string>>& schema() {
     std::vector<std::string> measured = kMetrics;
     measured.insert(measured.end(), {"source", "attention_flops"});
     return std::map<std::string, std::vector<std::string>>{
-        {"",
-         {"name", "description", "chip", "chips", "slices", "mesh", "model", "seq",
-          "batch_per_chip", "remat", "weight_dtype", "vocab_tiling", "quantization", "gdn",
-          "attention", "moe", "scoped_vmem_kib", "measured"}},
+        {"", {"name",
+              "description",
+              "chip",
+              "chips",
+              "slices",
+              "mesh",
+              "model",
+              "seq",
+              "batch_per_chip",
+              "remat",
+              "weight_dtype",
+              "vocab_tiling",
+              "quantization",
+              "gdn",
+              "attention",
+              "moe",
+              "scoped_vmem_kib",
+              "compiled",
+              "memory",
+              "measured"}},
         {"mesh", {"fsdp", "tensor", "context", "expert"}},
         {"moe", {"sparse_matmul", "capacity_factor"}},
         {"remat", {"custom"}},
@@ -125,10 +143,13 @@ void check_slice_size(const YamlMap& top, const std::string& chip_name, const Ch
 
 // A chip or model named by a relative .yaml path is found beside the scenario file (as a
 // sweep's base is); a bare name in models/.
+std::string beside_file(const Scenario& s, const std::string& path) {
+  if (fs::path(path).is_absolute()) return path;
+  return (fs::path(s.file).parent_path() / path).lexically_normal().string();
+}
 std::string beside(const Scenario& s, const std::string& name_or_path) {
-  const fs::path p(name_or_path);
-  if (p.extension() != ".yaml" || p.is_absolute()) return name_or_path;
-  return (fs::path(s.file).parent_path() / p).lexically_normal().string();
+  return fs::path(name_or_path).extension() == ".yaml" ? beside_file(s, name_or_path)
+                                                       : name_or_path;
 }
 
 // chip, model, slice and mesh.
@@ -233,7 +254,43 @@ void load_measured(const YamlMap& top, Scenario& s) {
                                : AttentionCount::causal;
 }
 
+// `compiled: FILE` (beside the scenario) and `memory: model|compiler`. The compiled step must be
+// of this scenario's configuration: its MaxText command line is compared with the scenario's.
+void load_compiled(const YamlMap& top, Scenario& s) {
+  if (top.has("compiled")) {
+    try {
+      s.compiled = load_compiled_step(beside_file(s, top.string("compiled")));
+    } catch (const Error& e) {
+      top.fail("compiled", e.what());
+    }
+    std::vector<std::string> ours;
+    try {
+      ours = maxtext_command_line(s.step);
+    } catch (const Error& e) {  // a step MaxText's command line cannot say
+      top.fail("compiled", e.what());
+    }
+    if (s.compiled->maxtext_args != ours) {
+      const auto [a, b] = std::mismatch(ours.begin(), ours.end(), s.compiled->maxtext_args.begin(),
+                                        s.compiled->maxtext_args.end());
+      top.fail("compiled",
+               fmt::format("{} was compiled from another configuration ({} there, {} here); "
+                           "recompile with scripts/compile_scenarios.sh",
+                           s.compiled->file, b == s.compiled->maxtext_args.end() ? "nothing" : *b,
+                           a == ours.end() ? "nothing" : *a));
+    }
+  }
+  s.memory_from_compiler =
+      top.has("memory") &&
+      top.choice("memory", {"model", "compiler"}, "model (tpusim's) or compiler") == "compiler";
+  if (s.memory_from_compiler && !s.compiled)
+    top.fail("memory", "memory: compiler needs the compiled step (compiled: FILE)");
+}
+
 }  // namespace
+
+void add_compiled(const Scenario& s, StepPrediction& p) {
+  if (s.compiled) apply_compiled(*s.compiled, s.memory_from_compiler, p);
+}
 
 bool is_scenario_key(const std::string& path) {
   const size_t dot = path.rfind('.');
@@ -259,7 +316,9 @@ Scenario load_scenario(const std::string& f, LoadChecks checks) {
 StepPrediction predict_scenario(const YAML::Node& root, const std::string& file) {
   const Scenario s = load_scenario(root, file, LoadChecks::file);
   try {
-    return predict_step(s.step);
+    StepPrediction p = predict_step(s.step);
+    add_compiled(s, p);
+    return p;
   } catch (const ConfigError&) {
     load_scenario(root, file);  // the same check, naming the file's line and key
     throw;
@@ -275,6 +334,7 @@ Scenario load_scenario(const YAML::Node& root, const std::string& f, LoadChecks 
   load_hardware(top, s);
   load_workload(top, s.step);
   if (top.has("measured")) load_measured(top, s);
+  if (top.has("compiled") || top.has("memory")) load_compiled(top, s);
   try {
     if (checks == LoadChecks::kernels)
       check(s.step);

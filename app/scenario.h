@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/compiled_step.h"
 #include "models/workload/step.h"
 
 namespace tpusim {
@@ -26,7 +27,14 @@ struct Scenario {
   std::map<std::string, double> measured;  // metric -> value
   // How the measured TFLOP/s and MFU counted attention (`measured.attention_flops`).
   AttentionCount measured_attention = AttentionCount::causal;
+  // The TPU compiler's verdict on this step (`compiled: FILE`), and `memory: compiler`.
+  std::optional<CompiledStep> compiled;
+  bool memory_from_compiler = false;
 };
+
+// The compiler's peak and verdict into `p` (nothing without `compiled:`); with `memory: compiler`
+// they replace the model's.
+void add_compiled(const Scenario& s, StepPrediction& p);
 
 // What loading checks: the configuration and every part's kernels (built and checked against
 // VMEM, the default), or only what the file says (keys, types, ranges, the mesh): a caller that

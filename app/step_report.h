@@ -46,7 +46,11 @@ struct ErrorStats {
 };
 ErrorStats error_stats(const std::vector<ValidationRow>& rows);
 
-std::string validation_markdown(const std::vector<ValidationRow>& rows,
-                                const std::vector<std::pair<Scenario, StepPrediction>>& blind);
+// `compiled`: the scenarios with a compiled step, for the table of tpusim's peak HBM against
+// the TPU compiler's.
+std::string validation_markdown(
+    const std::vector<ValidationRow>& rows,
+    const std::vector<std::pair<Scenario, StepPrediction>>& blind,
+    const std::vector<std::pair<Scenario, StepPrediction>>& compiled = {});
 
 }  // namespace tpusim

@@ -16,7 +16,7 @@
 
 namespace tpusim {
 
-std::string Validation::markdown() const { return validation_markdown(rows, blind); }
+std::string Validation::markdown() const { return validation_markdown(rows, blind, compiled); }
 
 nlohmann::json Validation::json() const {
   nlohmann::json j = {
@@ -50,9 +50,10 @@ std::string Validation::summary() const {
   if (!blind.empty()) {
     out += fmt::format("blind predictions ({}; measured results withheld):\n", blind.size());
     for (const auto& [sc, p] : blind)
-      out += fmt::format("  {:<32} step {:.4g} s  {:.1f} tokens/s/chip  MFU {:.1f}%  HBM {}{}\n",
+      out += fmt::format("  {:<32} step {:.4g} s  {:.1f} tokens/s/chip  MFU {:.1f}%  HBM {}{}{}\n",
                          sc.name, p.step_time_s, p.tokens_per_s_per_chip, 100 * p.mfu,
-                         format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "" : " (does not fit)");
+                         format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "" : " (does not fit)",
+                         p.compiled_verdict.empty() ? "" : "  compiler: " + p.compiled_verdict);
   }
   return out;
 }
@@ -86,7 +87,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPart, name, count, compute_s, collective_
                                    forward_s, backward_s, recompute_s, time_s, unit_busy_s, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPrediction, step_time_s, tokens_per_s_per_chip,
                                    model_flops_per_chip, tflops_per_s_per_chip, mfu, parts, memory,
-                                   peak_hbm_bytes, hbm_capacity_bytes, fits_hbm)
+                                   peak_hbm_bytes, hbm_capacity_bytes, fits_hbm,
+                                   compiled_peak_hbm_bytes, compiled_fits, compiled_verdict,
+                                   memory_source, model_peak_hbm_bytes)
 
 Validation validate(const std::vector<std::string>& paths, int jobs,
                     const ValidationProgress& progress) {
@@ -117,6 +120,7 @@ Validation validate(const std::vector<std::string>& paths, int jobs,
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const Scenario& sc = scenarios[i];
     if (sc.measured.empty()) v.blind.emplace_back(sc, predictions[i]);
+    if (sc.compiled) v.compiled.emplace_back(sc, predictions[i]);
     for (const ValidationRow& r : validation_rows(sc, predictions[i])) v.rows.push_back(r);
   }
   // Kernel-level ratios measured without a whole step (C4).

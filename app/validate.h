@@ -16,6 +16,8 @@ namespace tpusim {
 struct Validation {
   std::vector<ValidationRow> rows;
   std::vector<std::pair<Scenario, StepPrediction>> blind;
+  // Every scenario with a compiled step (`compiled:`), calibration and blind.
+  std::vector<std::pair<Scenario, StepPrediction>> compiled;
 
   std::string markdown() const;  // docs/validation.md
   // A few lines: the error statistics, the largest errors, the blind predictions.

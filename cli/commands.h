@@ -31,6 +31,7 @@ Command sweep_command(CLI::App& app);
 // profile_commands.cpp: measured profiles in, predicted against measured per op.
 Command import_command(CLI::App& app);
 Command compare_command(CLI::App& app);
+Command export_command(CLI::App& app);  // `export maxtext SCENARIO`
 
 // tool_commands.cpp: chips, calibration, speed.
 Command chip_command(CLI::App& app);

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = kernel_commands(app);
   for (Command c : {gdn_builds_command(app), run_command(app), validate_command(app),
                     sweep_command(app), chip_command(app), calibrate_command(app),
-                    bench_command(app), import_command(app), compare_command(app)})
+                    bench_command(app), import_command(app), compare_command(app),
+                    export_command(app)})
     commands.push_back(std::move(c));
   if (const auto stop = tpusim::parse_command_line(app, "tpusim", argc, argv)) return *stop;
   tpusim::apply_sim_flags(sim_flags);

@@ -1,7 +1,9 @@
 // `tpusim import profile` and `tpusim compare`: a measured profile (jax.profiler's Perfetto trace)
 // summarised, and matched per op to the compiled program simulated (docs/profiles.md);
-// `tpusim import maxtext-log`: a scenario's measured block from a MaxText training log.
+// `tpusim import maxtext-log`: a scenario's measured block from a MaxText training log;
+// `tpusim export maxtext`: the MaxText command line of a scenario.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +19,8 @@
 #include "app/scenario.h"
 #include "cli/commands.h"
 #include "models/chip_loader.h"
+#include "models/yaml_errors.h"
+#include "sim/error.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim::cli {
@@ -135,6 +139,30 @@ Command import_command(CLI::App& app) {
                                        op["name"].get<std::string>(), op["count"].get<int64_t>(),
                                        op["total_us"].get<double>() / 1e3);
               }
+            }
+          }};
+}
+
+Command export_command(CLI::App& app) {
+  auto scenario = std::make_shared<std::string>();
+  CLI::App* c = app.add_subcommand("export", "write a scenario as another tool takes it");
+  c->require_subcommand(1);
+  CLI::App* maxtext = c->add_subcommand(
+      "maxtext",
+      "print the MaxText command line of a scenario's step (model dims, run, mesh, "
+      "compile_topology as KEY=VALUE), the input of `python -m tpusim_jax compile-step`");
+  maxtext->add_option("scenario", *scenario, "the scenario file")->required();
+  return {c, [scenario] {
+            // The compiled step is this command's output, not its input: a stale or missing one
+            // must not stop it.
+            YAML::Node root = yaml_load_file(*scenario);
+            if (root.IsMap())
+              for (const char* key : {"compiled", "memory"}) root.remove(key);
+            const Scenario sc = load_scenario(root, *scenario, LoadChecks::file);
+            try {
+              fmt::print("{}\n", fmt::join(maxtext_command_line(sc.step), " "));
+            } catch (const Error& e) {
+              throw Error(fmt::format("{}: {}", *scenario, e.what()));
             }
           }};
 }

@@ -108,7 +108,11 @@ void stage_step_program(const Scenario& sc, const StepPrediction& p, const Outpu
 // A step that does not fit HBM is not timed unless `simulate_anyway`: its memory is the answer.
 void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) {
   StepPrediction p = predict_memory(sc.step);
-  if (p.fits_hbm || simulate_anyway) p = predict_step(sc.step);
+  add_compiled(sc, p);
+  if (p.fits_hbm || simulate_anyway) {
+    p = predict_step(sc.step);
+    add_compiled(sc, p);
+  }
   const std::vector<BatchSplit> split =
       p.timed ? batch_split(sc.step, p) : std::vector<BatchSplit>{};
   OutputFiles files;

@@ -59,6 +59,7 @@ const std::vector<Preset>& presets() {
 }  // namespace
 
 std::string name(Activation a) { return kNames[static_cast<int>(a)]; }
+std::string name(Placement p) { return kPlacements[static_cast<int>(p)]; }
 
 std::string RematPolicy::describe() const {
   if (policy != "custom") return policy;

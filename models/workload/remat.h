@@ -26,6 +26,7 @@ enum class Activation {
 };
 inline constexpr int kNumActivations = 9;
 std::string name(Activation a);
+std::string name(Placement p);  // "remat", "device" or "offload", as MaxText's keys take it
 Activation parse_activation(const std::string& name);  // throws Error listing the names
 
 struct RematPolicy {

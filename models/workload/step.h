@@ -45,6 +45,14 @@ struct StepPrediction {
   int64_t peak_hbm_bytes = 0;
   int64_t hbm_capacity_bytes = 0;
   bool fits_hbm = true;
+  // The TPU compiler's peak HBM for the same step (scenario `compiled:`; -1: not compiled, or it
+  // does not fit) and its verdict; with `memory: compiler` (memory_source "compiler") the peak
+  // and fits_hbm above are the compiler's.
+  int64_t compiled_peak_hbm_bytes = -1;
+  bool compiled_fits = true;
+  std::string compiled_verdict;
+  std::string memory_source = "model";
+  int64_t model_peak_hbm_bytes = -1;  // tpusim's own peak when the compiler's replaced it
   // false: only the memory and the FLOP count (predict_memory); no time, no parts.
   bool timed = true;
 };

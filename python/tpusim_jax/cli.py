@@ -1,5 +1,6 @@
 """`python -m tpusim_jax export MODULE:FUNCTION --arg NAME=SHAPE:DTYPE ... -o program.json` and
-`python -m tpusim_jax compile MODULE:FUNCTION --topology v5e:2x2 --arg ... -o DIR`."""
+`python -m tpusim_jax compile MODULE:FUNCTION --topology v5e:2x2 --arg ... -o DIR` and
+`python -m tpusim_jax compile-step KEY=VALUE ... -o FILE.json` (MaxText's command line)."""
 from __future__ import annotations
 
 import argparse
@@ -80,7 +81,17 @@ def main(argv: list[str]) -> int:
     co.add_argument("-o", "--output", required=True, metavar="DIR",
                     help="the directory to write (optimized.hlo, compile.json, kernels.json, "
                          "mosaic/); replaced whole when the compile succeeds")
+    st = sub.add_parser("compile-step", help="compile a dense decoder's training step as MaxText "
+                                             "runs it (its command line's key=value) for its "
+                                             "compile_topology and write the compiler's memory "
+                                             "analysis or out-of-memory verdict")
+    st.add_argument("overrides", nargs="+", metavar="KEY=VALUE",
+                    help="MaxText keys (`tpusim export maxtext SCENARIO` prints a scenario's)")
+    st.add_argument("-o", "--output", required=True, metavar="FILE.json")
+    st.add_argument("--hlo", metavar="FILE", help="also write the optimized HLO there")
     args = parser.parse_args(argv)
+    if args.command == "compile-step":
+        return compile_step_to(args)
     try:
         fn = load_function(args.function)
         fn_args = [parse_arg(a) for a in args.arg]
@@ -139,4 +150,23 @@ def compile_to(fn, fn_args, args) -> int:
           f"outputs {mem['output_bytes'] / 2**20:.1f}, temporaries {mem['temp_bytes'] / 2**20:.1f}), "
           f"{len(result['pallas_kernels'])} Pallas kernels", file=sys.stderr)
     print(f"wrote {out}/ ({', '.join(sorted(os.listdir(out)))})", file=sys.stderr)
+    return 0
+
+
+def compile_step_to(args) -> int:
+    from tpusim_jax.train_step import compile_train_step
+    try:
+        result = compile_train_step(args.overrides, args.hlo)
+    except ExportError as e:
+        print(f"tpusim_jax: error: {e}", file=sys.stderr)
+        return 2
+    with open(args.output + ".tmp", "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    os.replace(args.output + ".tmp", args.output)
+    verdict = (f"HBM {result['memory']['total_bytes'] / 2**30:.2f} GiB per chip" if result["fits"]
+               else f"does not fit: {result['message']}")
+    print(f"compiled the step for {result['topology']} ({result['device_kind']}): {verdict}",
+          file=sys.stderr)
+    print(f"wrote {args.output}", file=sys.stderr)
     return 0

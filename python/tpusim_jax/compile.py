@@ -112,6 +112,35 @@ def versions() -> dict[str, str]:
     return out
 
 
+def memory_summary(compiled) -> dict[str, int]:
+    """The compiler's memory analysis of one chip's program, and what its HBM must hold."""
+    mem = compiled.memory_analysis()
+    memory = {
+        "argument_bytes": mem.argument_size_in_bytes,
+        "output_bytes": mem.output_size_in_bytes,
+        "alias_bytes": mem.alias_size_in_bytes,
+        "temp_bytes": mem.temp_size_in_bytes,
+        "generated_code_bytes": mem.generated_code_size_in_bytes,
+        # Pinned host memory (remat offload), not in HBM.
+        "host_temp_bytes": mem.host_temp_size_in_bytes,
+    }
+    # Arguments, outputs not aliased to them, temporaries (XLA's buffer assignment peak) and the
+    # program itself.
+    memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"]
+                             - memory["alias_bytes"] + memory["temp_bytes"]
+                             + memory["generated_code_bytes"])
+    return memory
+
+
+def cost_summary(compiled) -> dict[str, float]:
+    """The compiler's cost analysis: FLOPs, transcendentals, bytes accessed, optimal seconds."""
+    cost = compiled.cost_analysis() or {}
+    if isinstance(cost, list):
+        cost = cost[0] if cost else {}
+    return {k: float(cost[k]) for k in ("flops", "transcendentals", "bytes accessed",
+                                        "optimal_seconds") if k in cost}
+
+
 def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: str) -> dict:
     """Compiles `fn` on `args` (name, ShapeDtypeStruct) for one chip of the topology; writes
     DIR/optimized.hlo and DIR/compile.json and returns the latter's content."""
@@ -132,22 +161,8 @@ def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: s
         lowered = jax.jit(fn).lower(*placed)
         compiled = lowered.compile()
     hlo = compiled.as_text()
-    mem = compiled.memory_analysis()
-    cost = compiled.cost_analysis() or {}
-    if isinstance(cost, list):
-        cost = cost[0] if cost else {}
-    memory = {
-        "argument_bytes": mem.argument_size_in_bytes,
-        "output_bytes": mem.output_size_in_bytes,
-        "alias_bytes": mem.alias_size_in_bytes,
-        "temp_bytes": mem.temp_size_in_bytes,
-        "generated_code_bytes": mem.generated_code_size_in_bytes,
-    }
-    # What the chip's HBM must hold while the program runs: arguments, outputs not aliased to
-    # them, temporaries (XLA's buffer assignment peak) and the program itself.
-    memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"]
-                             - memory["alias_bytes"] + memory["temp_bytes"]
-                             + memory["generated_code_bytes"])
+    memory = memory_summary(compiled)
+    cost = cost_summary(compiled)
     with open(os.path.join(out_dir, "optimized.hlo"), "w") as f:
         f.write(hlo)
     result = {
@@ -156,8 +171,7 @@ def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: s
         "args": [{"name": n, "shape": list(a.shape), "dtype": str(a.dtype)} for n, a in args],
         "versions": versions(),
         "memory": memory,
-        "cost": {k: float(cost[k]) for k in ("flops", "transcendentals", "bytes accessed",
-                                            "optimal_seconds") if k in cost},
+        "cost": cost,
         "hlo": "optimized.hlo",
     }
     # The Pallas kernels as tpusim programs, for the HLO import to resolve the custom calls.

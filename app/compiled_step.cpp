@@ -1,0 +1,64 @@
+#include "app/compiled_step.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "app/report.h"
+#include "sim/error.h"
+
+namespace tpusim {
+
+CompiledStep load_compiled_step(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read the compiled step", file));
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded())
+    throw Error(fmt::format("{}: not JSON (a compile-step result was expected)", file));
+  if (!j.is_object() || j.value("format", "") != "tpusim-compiled-step")
+    throw Error(fmt::format("{}: not a compile-step result (format tpusim-compiled-step)", file));
+  CompiledStep c;
+  c.file = file;
+  try {
+    c.topology = j.at("topology").get<std::string>();
+    c.device_kind = j.value("device_kind", "");
+    c.maxtext_args = j.at("maxtext_args").get<std::vector<std::string>>();
+    c.fits = j.at("fits").get<bool>();
+    if (c.fits) {
+      const nlohmann::json& m = j.at("memory");
+      c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
+      c.host_bytes = m.value("host_temp_bytes", int64_t{0});
+    } else {
+      c.message = j.at("message").get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: {}", file, e.what()));
+  }
+  return c;
+}
+
+std::string compiled_verdict(const CompiledStep& c) {
+  if (c.fits) return format_bytes(c.peak_hbm_bytes);
+  // libtpu: "... required for HLO temporaries (48.96G) exceeds available HBM (31.25G)".
+  static const std::regex amounts(
+      R"(\(([0-9.]+[KMGT]?)\) exceeds available HBM \(([0-9.]+[KMGT]?)\))");
+  std::smatch m;
+  if (std::regex_search(c.message, m, amounts))
+    return fmt::format("does not fit ({} needed, {} available)", m[1].str(), m[2].str());
+  return fmt::format("does not fit ({})", c.message);
+}
+
+void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& p) {
+  p.compiled_peak_hbm_bytes = c.peak_hbm_bytes;
+  p.compiled_fits = c.fits;
+  p.compiled_verdict = compiled_verdict(c);
+  if (!use_for_memory) return;
+  p.memory_source = "compiler";
+  p.model_peak_hbm_bytes = p.peak_hbm_bytes;
+  p.fits_hbm = c.fits && c.peak_hbm_bytes <= p.hbm_capacity_bytes;
+  if (c.fits) p.peak_hbm_bytes = c.peak_hbm_bytes;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,323 @@
+"""A dense decoder's whole training step as MaxText 0.2.5 writes it, compiled for a TPU topology
+on this host (as MaxText's train_compile does), so that the compiler's own memory analysis and
+out-of-memory verdict stand beside tpusim's memory model.
+
+Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read from the pinned wheel):
+- parameters in float32 (`weight_dtype`, base.yml L194), computed in bfloat16 (`dtype`, L128);
+  AdamW (`opt_type`, L1100) with both moments in the weights' dtype (`mu_dtype` inherits, L1123);
+- layers under `lax.scan` (`scan_layers: true`, L481), each a `jax.checkpoint` with the remat
+  policy's saved and offloaded names (layers/nnx_decoders.py get_remat_policy, L1278-1387:
+  minimal, minimal_with_context, save_dot_with_context_except_mlp, save_dot_except_mlpwi,
+  save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded, minimal_offloaded,
+  custom with each name's placement, full), offloads to pinned host memory as MaxText asks;
+- attention with the splash kernel (`attention: autoselected` on TPU, base.yml L486; block sizes
+  512, L1295-1305), vmapped over the batch inside a shard_map over batch and heads, its residuals
+  named "context" (layers/attention_op.py L2276-2283);
+- sharding by the logical axis rules (base.yml L637-): weights' embed dim over fsdp, heads and
+  MLP columns and the vocabulary over tensor; activations' batch over data and fsdp;
+- logits cast to float32 (`cast_logits_to_fp32`, base.yml L221) and, with num_vocab_tiling > 1,
+  the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-).
+Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
+pipeline, multi-slice (one slice is compiled; per-chip memory does not depend on the slices for
+data parallelism over DCN), mixture of experts, int8, context parallelism and Gated Delta Net
+layers (refused with the key that asks for them).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from tpusim_jax.export import ExportError
+
+# MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
+DEFAULTS = {
+    "base_emb_dim": None, "base_num_query_heads": None, "base_num_kv_heads": None,
+    "head_dim": "128", "base_mlp_dim": None, "base_num_decoder_layers": None,
+    "vocab_size": "32000", "mlp_activations": "silu,linear", "logits_via_embedding": "false",
+    "per_device_batch_size": "12", "max_target_length": "2048", "remat_policy": "full",
+    "ici_data_parallelism": "1", "ici_fsdp_parallelism": "-1", "ici_fsdp_transpose_parallelism": "1",
+    "ici_tensor_parallelism": "1", "compile_topology": None, "compile_topology_num_slices": "1",
+    "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
+    # Parallelism the compiled step does not have: accepted at 1 only.
+    "ici_context_parallelism": "1", "ici_expert_parallelism": "1",
+}
+# remat_policy=custom: each checkpoint name's placement (base.yml L453-470: the layer input on
+# device, the rest recomputed unless set).
+PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj": "remat",
+              "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
+              "mlpwi_1": "remat", "mlpwo": "remat"}
+# MaxText keys of what the compiled step does not model, refused with the reason.
+NOT_COMPILED = {
+    "num_experts": "mixture of experts", "num_experts_per_tok": "mixture of experts",
+    "base_moe_mlp_dim": "mixture of experts", "shared_experts": "mixture of experts",
+    "sparse_matmul": "mixture of experts", "capacity_factor": "mixture of experts",
+    "quantization": "int8 (AQT) quantization",
+}
+
+_SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
+_MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]
+REMAT_SAVED_NAMES = {
+    "minimal": _MINIMAL, "minimal_with_context": _MINIMAL + ["context"],
+    "save_dot_with_context_except_mlp": _SAVED + ["context", "out_proj"],
+    "save_dot_except_mlpwi": _SAVED + ["out_proj", "mlpwo"],
+    "save_dot_except_mlp": _SAVED + ["out_proj"], "save_qkv_proj": _SAVED,
+    "save_out_proj": ["out_proj"], "full": None,
+    # Offloaded to pinned host memory (_OFFLOADED), nothing kept on device.
+    "qkv_proj_offloaded": None, "minimal_offloaded": None,
+}
+
+
+def saved_names(config: dict) -> list[str] | None:
+    """The checkpoint names the remat policy keeps on device (None: recompute everything)."""
+    if config["remat_policy"] != "custom":
+        return REMAT_SAVED_NAMES[config["remat_policy"]]
+    return [k for k in PLACEMENTS if k != "decoder_layer_input" and config[k] == "device"]
+
+
+_OFFLOADED = {"qkv_proj_offloaded": ["query_proj", "value_proj", "key_proj", "kv_proj"],
+              "minimal_offloaded": _MINIMAL}
+
+
+def offloaded_names(config: dict) -> list[str]:
+    """The checkpoint names the remat policy offloads to pinned host memory."""
+    if config["remat_policy"] == "custom":
+        return [k for k in PLACEMENTS if config[k] == "offload"]
+    return _OFFLOADED.get(config["remat_policy"], [])
+
+# MaxText's compile_topology names count chips (v5e, v6e) or TensorCores (v5p: two per chip);
+# the compile-only devices take the chips' physical shape.
+_SHAPES_2D = {4: "2x2", 8: "2x4", 16: "4x4", 32: "4x8", 64: "8x8", 128: "8x16", 256: "16x16"}
+_SHAPES_3D = {4: "2x2x1", 8: "2x2x2", 16: "2x2x4", 32: "2x4x4", 64: "4x4x4", 128: "4x4x8",
+              256: "4x8x8", 512: "8x8x8", 1024: "8x8x16", 2048: "8x16x16"}
+
+
+def parse_overrides(args: list[str]) -> dict[str, str]:
+    """MaxText's `key=value` command line over base.yml's defaults; an unknown key is an error."""
+    config = dict(DEFAULTS) | PLACEMENTS
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if not eq or not key:
+            raise ExportError(f"{arg!r}: expected key=value, as MaxText's command line takes")
+        if key in NOT_COMPILED:
+            raise ExportError(f"{key}: the compiled step has no {NOT_COMPILED[key]}")
+        if key not in config:
+            raise ExportError(f"{key}: not a key the compiled step models (known: "
+                              f"{', '.join(sorted(config))})")
+        if key in PLACEMENTS and value not in ("remat", "device", "offload"):
+            raise ExportError(f"{key}={value}: expected remat, device or offload")
+        config[key] = value
+    config["mlp_activations"] = re.sub(r"[\[\]'\" ]", "", config["mlp_activations"])
+    for key in ("ici_context_parallelism", "ici_expert_parallelism"):
+        if config[key] not in ("1", "-1"):
+            raise ExportError(f"{key}={config[key]}: the compiled step has no such parallelism")
+    for key, value in config.items():
+        if value is None:
+            raise ExportError(f"{key}: missing (no default in MaxText's base.yml)")
+    if config["remat_policy"] not in REMAT_SAVED_NAMES and config["remat_policy"] != "custom":
+        raise ExportError(f"remat_policy={config['remat_policy']}: not one of "
+                          f"{', '.join(REMAT_SAVED_NAMES)}")
+    return config
+
+
+def _int(config: dict, key: str) -> int:
+    try:
+        return int(config[key])
+    except ValueError:
+        raise ExportError(f"{key}={config[key]}: not an integer") from None
+
+
+def topology_for(compile_topology: str) -> str:
+    """v5e-256 -> v5e:16x16, v5p-512 -> v5p:8x8x8 (256 chips... counted as MaxText counts)."""
+    m = re.fullmatch(r"(v5e|v6e|v5p)-(\d+)", compile_topology)
+    if not m:
+        raise ExportError(f"compile_topology={compile_topology}: expected v5e-N, v6e-N or v5p-N")
+    generation, n = m.group(1), int(m.group(2))
+    chips = n // 2 if generation == "v5p" else n
+    shapes = _SHAPES_3D if generation == "v5p" else _SHAPES_2D
+    if chips not in shapes:
+        raise ExportError(f"compile_topology={compile_topology}: no slice of {chips} chips "
+                          f"(known: {', '.join(str(k) for k in shapes)})")
+    return f"{generation}:{shapes[chips]}"
+
+
+def mesh_shape(config: dict, chips: int) -> dict[str, int]:
+    """MaxText's ici axes, the one left at -1 taking what the others leave of the chips."""
+    axes = {"data": _int(config, "ici_data_parallelism"), "fsdp": _int(config, "ici_fsdp_parallelism"),
+            "fsdp_transpose": _int(config, "ici_fsdp_transpose_parallelism"),
+            "tensor": _int(config, "ici_tensor_parallelism")}
+    known = math.prod(v for v in axes.values() if v != -1)
+    free = [k for k, v in axes.items() if v == -1]
+    if len(free) > 1 or chips % known:
+        raise ExportError(f"ici parallelism {axes} does not divide {chips} chips")
+    for k in free:
+        axes[k] = chips // known
+    if math.prod(axes.values()) != chips:
+        raise ExportError(f"ici parallelism {axes} covers {math.prod(axes.values())} chips, "
+                          f"the topology has {chips}")
+    return axes
+
+
+def build_step(config: dict, devices):
+    """(step function, its abstract arguments) for `config` on `devices` (one slice)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.ad_checkpoint import checkpoint_name
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as splash
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as masks
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    E, H, KV = (_int(config, k) for k in ("base_emb_dim", "base_num_query_heads", "base_num_kv_heads"))
+    D, F, L = (_int(config, k) for k in ("head_dim", "base_mlp_dim", "base_num_decoder_layers"))
+    V, S = _int(config, "vocab_size"), _int(config, "max_target_length")
+    gated = config["mlp_activations"].replace(" ", "") in ("silu,linear", "gelu,linear")
+    act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
+    axes = mesh_shape(config, len(devices))
+    mesh = Mesh(np.array(devices).reshape(tuple(axes.values())), tuple(axes))
+    fsdp, batch_axes = ("fsdp", "fsdp_transpose"), ("data", "fsdp", "fsdp_transpose")
+    batch = int(float(config["per_device_batch_size"]) * len(devices))
+
+    def spec(*a):
+        return NamedSharding(mesh, P(*a))
+
+    shapes = {
+        "wq": ((L, E, H, D), spec(None, fsdp, "tensor", None)),
+        "wk": ((L, E, KV, D), spec(None, fsdp, "tensor", None)),
+        "wv": ((L, E, KV, D), spec(None, fsdp, "tensor", None)),
+        "wo": ((L, H, D, E), spec(None, "tensor", None, fsdp)),
+        "wi_0": ((L, E, F), spec(None, fsdp, "tensor")),
+        "wo_mlp": ((L, F, E), spec(None, "tensor", fsdp)),
+        "norm_1": ((L, E), spec(None, "tensor")), "norm_2": ((L, E), spec(None, "tensor")),
+        "embedding": ((V, E), spec("tensor", fsdp)), "final_norm": ((E,), spec("tensor")),
+    }
+    if gated:
+        shapes["wi_1"] = ((L, E, F), spec(None, fsdp, "tensor"))
+    if config["logits_via_embedding"] != "true":
+        shapes["logits"] = ((E, V), spec(fsdp, "tensor"))
+    weight_dtype = jnp.dtype(config["weight_dtype"])
+    params = {k: jax.ShapeDtypeStruct(s, weight_dtype, sharding=sh) for k, (s, sh) in shapes.items()}
+    tokens = jax.ShapeDtypeStruct((batch, S), jnp.int32, sharding=spec(batch_axes, None))
+    activations = NamedSharding(mesh, P(batch_axes, None, "tensor"))
+
+    def bf16(w):
+        return w.astype(jnp.bfloat16)
+
+    def norm(x, scale):
+        x32 = x.astype(jnp.float32)
+        y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, -1, keepdims=True) + 1e-5)
+        return (y * scale).astype(jnp.bfloat16)
+
+    def attention(q, k, v):  # [b, heads, S, D] per shard
+        heads = q.shape[1]
+        block = min(512, S)
+        sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
+                                  block_q_dkv=block, block_kv_dkv=block,
+                                  block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block)
+        mask = masks.MultiHeadMask([masks.CausalMask((S, S)) for _ in range(heads)])
+        kernel = splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
+                                        residual_checkpoint_name="context")
+        return jax.vmap(kernel)(q, k, v)
+
+    heads_spec = P(batch_axes, "tensor", None, None)
+    sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
+                                      out_specs=heads_spec, check_vma=False)
+
+    def layer(x, p):
+        x = checkpoint_name(x, "decoder_layer_input")
+        h = norm(x, p["norm_1"])
+        q = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wq"])), "query_proj")
+        k = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wk"])), "key_proj")
+        v = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wv"])), "value_proj")
+        o = sharded_attention(q / math.sqrt(D), k, v)
+        o = checkpoint_name(jnp.einsum("bhsd,hde->bse", o, bf16(p["wo"])), "out_proj")
+        x = jax.lax.with_sharding_constraint(x + o, activations)
+        h = norm(x, p["norm_2"])
+        a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p["wi_0"])), "mlpwi_0")
+        if gated:
+            a = act_fn(a) * checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p["wi_1"])), "mlpwi_1")
+        else:
+            a = act_fn(a)
+        m = checkpoint_name(jnp.einsum("bsf,fe->bse", a, bf16(p["wo_mlp"])), "mlpwo")
+        return jax.lax.with_sharding_constraint(x + m, activations), None
+
+    names, to_host = saved_names(config), offloaded_names(config)
+    if to_host:
+        policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=names or [], names_which_can_be_offloaded=to_host,
+            offload_src="device", offload_dst="pinned_host")
+    else:
+        policy = jax.checkpoint_policies.save_only_these_names(*names) if names else None
+    layer_keys = [k for k in params if k not in ("embedding", "final_norm", "logits")]
+
+    def loss(p, tokens):
+        x = jax.lax.with_sharding_constraint(bf16(p["embedding"])[tokens], activations)
+        x, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy, prevent_cse=False), x,
+                            {k: p[k] for k in layer_keys})
+        x = norm(x, p["final_norm"])
+        out = bf16(p["embedding"].T if "logits" not in p else p["logits"])
+        tiles = _int(config, "num_vocab_tiling")
+        if tiles == 1:
+            return token_losses(x, tokens, out).mean()
+        # MaxText's vocab tiling (utils/vocabulary_tiling.py L57-): the loss over token chunks
+        # in a lax.scan whose backward holds one chunk's logits at a time.
+        chunks = (x.reshape(tiles, -1, E), tokens.reshape(tiles, -1))
+        def chunk(total, xt):
+            return total + jax.checkpoint(token_losses)(xt[0], xt[1], out).sum(), None
+        total, _ = jax.lax.scan(chunk, jnp.float32(0), chunks)
+        return total / tokens.size
+
+    def token_losses(x, tokens, out):
+        # Logits cast to f32 (cast_logits_to_fp32, base.yml L221).
+        logits = jnp.einsum("...e,ev->...v", x, out).astype(jnp.float32)
+        target = jnp.take_along_axis(logits, tokens[..., None], -1)[..., 0]
+        return jax.nn.logsumexp(logits, -1) - target
+
+    def step(p, mu, nu, tokens):
+        value, grads = jax.value_and_grad(loss)(p, tokens)
+        mu = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, mu, grads)
+        nu = jax.tree.map(lambda n, g: 0.95 * n + 0.05 * g * g, nu, grads)
+        p = jax.tree.map(lambda w, m, n: w - 1e-4 * (m / (jnp.sqrt(n) + 1e-8) + 0.1 * w), p, mu, nu)
+        return p, mu, nu, value
+
+    return jax.jit(step, donate_argnums=(0, 1, 2)), (params, params, params, tokens)
+
+
+STEP_FORMAT = "tpusim-compiled-step"
+# libtpu's out-of-memory verdict, e.g. "the total memory required for HLO temporaries (48.96G)
+# exceeds available HBM (31.25G)".
+_OOM = re.compile(r"Ran out of memory in memory space hbm[^\n]*|RESOURCE_EXHAUSTED: Ran out of "
+                  r"memory on HBM[^\n]*", re.IGNORECASE)
+
+
+def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dict:
+    """Compiles the step of MaxText's command line `overrides` for its compile_topology; returns
+    the compiler's memory analysis, or its out-of-memory verdict (`fits` false, its message)."""
+    import jax
+    from tpusim_jax.compile import cost_summary, memory_summary, topology, versions
+
+    if versions()["libtpu"] == "not installed":
+        raise ExportError("compile-step needs libtpu (scripts/setup.sh installs the pinned version)")
+    config = parse_overrides(overrides)
+    name = topology_for(config["compile_topology"])
+    devices = topology(name).devices
+    step, args = build_step(config, devices)
+    result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
+              "device_kind": devices[0].device_kind, "chips": len(devices),
+              "slices_compiled": 1, "versions": versions()}
+    if int(config["compile_topology_num_slices"]) > 1:
+        result["note"] = "one slice compiled; data parallelism over DCN keeps per-chip memory"
+    with jax.default_device(devices[0]):
+        lowered = step.lower(*args)
+        try:
+            compiled = lowered.compile()
+        except Exception as e:  # libtpu's RESOURCE_EXHAUSTED arrives as a JaxRuntimeError
+            oom = _OOM.search(str(e))
+            if not oom:
+                raise
+            result.update(fits=False, message=oom.group(0).strip())
+            return result
+    result.update(fits=True, memory=memory_summary(compiled), cost=cost_summary(compiled))
+    if hlo_path:
+        with open(hlo_path, "w") as f:
+            f.write(compiled.as_text())
+    return result

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The TPU compiler's verdict on every calibration and blind scenario it can compile: each
+# scenario's MaxText command line (`tpusim export maxtext`) compiled for its topology by
+# `python -m tpusim_jax compile-step` into scenarios/compiled/<scenario file stem>.json (memory
+# analysis, or the out-of-memory message). Scenarios the compiled step does not model (Gated Delta
+# Net layers, mixture of experts, int8, context parallelism) are listed with the reason.
+# `tpusim validate` prints the compiled peak beside tpusim's memory model. Needs scripts/setup.sh's
+# .venv (jax, libtpu); a compile takes 20 s to a few minutes of 2 cores.
+# Usage: scripts/compile_scenarios.sh [SCENARIO.yaml ...]   (default: calibration + blind)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=scenarios/compiled
+mkdir -p "$out"
+files=("$@")
+[ ${#files[@]} -eq 0 ] && mapfile -t files < <(find scenarios/calibration scenarios/blind -name '*.yaml' | sort)
+for f in "${files[@]}"; do
+  grep -q "^rows:" "$f" && continue  # a micro-benchmark table, not a step
+  stem=$(basename "$f" .yaml)
+  if ! args=$(build/tpusim export maxtext "$f" 2>&1); then
+    echo "skip $stem: ${args#tpusim: error: }"
+    continue
+  fi
+  # shellcheck disable=SC2086
+  if ! msg=$(cd python && ../.venv/bin/python -m tpusim_jax compile-step $args -o "../$out/$stem.json" 2>&1); then
+    echo "skip $stem: $(echo "$msg" | grep -m1 'error' || echo "$msg" | tail -1)"
+    continue
+  fi
+  echo "$stem: $(echo "$msg" | grep -m1 'compiled the step')"
+done

@@ -1,0 +1,140 @@
+// The TPU compiler's view of a scenario's step: `tpusim export maxtext` (the scenario as MaxText's
+// command line, the input of `python -m tpusim_jax compile-step`) and a scenario's `compiled:`
+// result beside or in place of tpusim's memory model. The compiled files under
+// tests/data/compiled/ are real compiler output (tests/jax/compile_step.sh re-derives them).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/cli/cli_fixture.h"
+
+namespace tpusim::testing {
+namespace {
+
+const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/";
+
+// MaxText's model-config keys, which `import maxtext` reads from a model file.
+bool is_model_key(const std::string& key) {
+  return key.rfind("base_", 0) == 0 || key == "head_dim" || key == "vocab_size" ||
+         key == "mlp_activations";
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST_F(Cli, ExportMaxtextRoundTripsThroughImport) {
+  const std::string scenario =
+      std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml";
+  const CmdResult ex = run("export maxtext " + scenario);
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  EXPECT_NE(ex.out.find("base_emb_dim=8192 "), std::string::npos) << ex.out;
+  EXPECT_NE(ex.out.find("ici_fsdp_parallelism=16 ici_tensor_parallelism=8 "), std::string::npos);
+  EXPECT_NE(ex.out.find("compile_topology=v5p-256 "), std::string::npos);  // 128 chips, 256 cores
+  // The model keys into a MaxText model config, the rest on the command line: import and export
+  // again give the same line.
+  std::ofstream model(path("m.yml"));
+  std::string overrides;
+  for (const std::string& w : words(ex.out)) {
+    const std::string key = w.substr(0, w.find('='));
+    if (!is_model_key(key))
+      overrides += " " + w;
+    else if (key == "mlp_activations")
+      model << "mlp_activations: [silu, linear]\n";
+    else
+      model << key << ": " << w.substr(w.find('=') + 1) << "\n";
+  }
+  model.close();
+  const CmdResult im = run("import maxtext " + path("m.yml") + overrides + " -o " + path("s.yaml"));
+  ASSERT_EQ(im.status, 0) << im.err;
+  EXPECT_EQ(run("export maxtext " + path("s.yaml")).out, ex.out);
+}
+
+TEST_F(Cli, TheCompilersPeakStandsBesideTheModels) {
+  const CmdResult r = run("run " + kData + "small.yaml --json " + path("s.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("the TPU compiler's peak for the same step: 944.90 MiB"), std::string::npos)
+      << r.out;
+  const auto compiled = nlohmann::json::parse(slurp(kData + "small.json"));
+  const auto j = nlohmann::json::parse(slurp(path("s.json")));
+  EXPECT_EQ(j["compiled_peak_hbm_bytes"], compiled["memory"]["total_bytes"]);
+  EXPECT_EQ(j["memory_source"], "model");
+  EXPECT_NE(j["peak_hbm_bytes"], compiled["memory"]["total_bytes"]);
+}
+
+TEST_F(Cli, MemoryCompilerTakesTheCompilersPeakAndVerdict) {
+  std::ofstream(path("c.yaml")) << slurp(kData + "small.yaml") << "memory: compiler\n";
+  // The compiled file and the model are named relative to the scenario: copy them beside it.
+  for (const char* f : {"small.json", "small.model.yaml"})
+    std::ofstream(path(f)) << slurp(kData + f);
+  const CmdResult r = run("run " + path("c.yaml") + " --json " + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("peak HBM 944.90 MiB of 16.00 GiB (fits)\n  (the TPU compiler's peak, "
+                       "memory: compiler; tpusim's model: 756.04 MiB)"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("c.json")));
+  EXPECT_EQ(j["memory_source"], "compiler");
+  EXPECT_EQ(j["peak_hbm_bytes"], j["compiled_peak_hbm_bytes"]);
+  // The compiler's out-of-memory verdict: the step is not timed.
+  const CmdResult oom = run("run " + kData + "small_oom.yaml");
+  ASSERT_EQ(oom.status, 0) << oom.err;
+  EXPECT_NE(oom.out.find("step not timed"), std::string::npos) << oom.out;
+  EXPECT_NE(oom.out.find("the TPU compiler says it does not fit (67.99G needed, 15.75G "
+                         "available)"),
+            std::string::npos)
+      << oom.out;
+}
+
+TEST_F(Cli, ACompiledStepThatIsNotThisScenariosIsOneErrorLine) {
+  const std::string small = slurp(kData + "small.yaml");
+  for (const char* f : {"small.json", "small.model.yaml"})
+    std::ofstream(path(f)) << slurp(kData + f);
+  // Stale: compiled at batch 1, the scenario says 2.
+  std::string batch2 = small;
+  batch2.replace(batch2.find("batch_per_chip: 1"), 17, "batch_per_chip: 2");
+  std::ofstream(path("stale.yaml")) << batch2;
+  expect_clean_failure(run("run " + path("stale.yaml")),
+                       "stale.yaml:9:11: key 'compiled': " + path("small.json") +
+                           " was compiled from another configuration (per_device_batch_size=1 "
+                           "there, per_device_batch_size=2 here)");
+  std::ofstream(path("bad.json")) << "{\"format\": \"tpusim-compiled-step\", \"fits\": tru";
+  std::string bad = small;
+  bad.replace(bad.find("small.json"), 10, "bad.json");
+  std::ofstream(path("bad.yaml")) << bad;
+  expect_clean_failure(run("run " + path("bad.yaml")), "bad.json: not JSON");
+  std::string no_file = small;
+  no_file.replace(no_file.find("compiled: small.json"), 20, "memory: compiler");
+  std::ofstream(path("nofile.yaml")) << no_file;
+  expect_clean_failure(run("run " + path("nofile.yaml")),
+                       "key 'memory': memory: compiler needs the compiled step");
+  std::ofstream(path("what.yaml")) << small << "memory: measured\n";
+  expect_clean_failure(run("run " + path("what.yaml")), "key 'memory'");
+  // A step MaxText's command line cannot say.
+  expect_clean_failure(run("export maxtext " + std::string(TPUSIM_SOURCE_DIR) +
+                           "/scenarios/calibration/c1/" + "c1_main.yaml"),
+                       "Gated Delta Net layers have no MaxText command line here");
+}
+
+TEST_F(Cli, ValidateTablesTheModelsPeakAgainstTheCompilers) {
+  const CmdResult r = run("validate " + kData + "small.yaml " + kData +
+                          "small_oom.yaml --markdown " + path("v.md"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("compiler: 944.90 MiB"), std::string::npos) << r.out;
+  const std::string md = slurp(path("v.md"));
+  EXPECT_NE(md.find("| compiled-small | 756.04 MiB | yes | 944.90 MiB | yes | -20% | v5e:2x2 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| compiled-small-oom | 66.99 GiB | no | does not fit (67.99G needed, "
+                    "15.75G available) | no | - | v5e:2x2 |"),
+            std::string::npos)
+      << md;
+}
+
+}  // namespace
+}  // namespace tpusim::testing

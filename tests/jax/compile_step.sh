@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
+# committed compiled steps of tests/data/compiled/ (the same bytes of XLA's memory analysis, the
+# same out-of-memory verdict), and refuses what it does not model with one error line and no file.
+# Usage: compile_step.sh TPUSIM SOURCE_DIR
+source "$(dirname "$0")/lib.sh" "$@"
+data="$src/tests/data/compiled"
+cd "$src/python"
+for s in small small_oom; do
+  # shellcheck disable=SC2046
+  $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
+    >"$dir/log" 2>"$dir/err"
+  $py - "$data/$s.json" "$dir/$s.json" <<'PY'
+import json, sys
+committed, fresh = (json.load(open(p)) for p in sys.argv[1:])
+for key in ("maxtext_args", "topology", "fits", "memory", "message"):
+    assert committed.get(key) == fresh.get(key), (key, committed.get(key), fresh.get(key))
+PY
+done
+grep -q "does not fit: RESOURCE_EXHAUSTED" "$dir/err"
+
+# What the compiled step does not model: one line, exit 2, nothing written.
+expect_refusal() {
+  if $py -m tpusim_jax compile-step "$@" -o "$dir/no.json" >"$dir/log" 2>"$dir/err"; then
+    echo "accepted: $*"; exit 1
+  fi
+  [ "$(wc -l <"$dir/err")" -eq 1 ] && [ ! -e "$dir/no.json" ] && grep -q "$msg" "$dir/err"
+}
+args=$("$tpusim" export maxtext "$data/small.yaml")
+# shellcheck disable=SC2086
+msg="num_experts: the compiled step has no mixture of experts" expect_refusal $args num_experts=8
+# shellcheck disable=SC2086
+msg="flash_block: not a key the compiled step models" expect_refusal $args flash_block=3
+# shellcheck disable=SC2086
+msg="compile_topology=v5e-3: no slice of 3 chips" expect_refusal $args compile_topology=v5e-3
+echo "compile_step: ok"
