@@ -52,12 +52,16 @@ std::string compiled_verdict(const CompiledStep& c) {
 
 void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& p) {
   p.compiled_peak_hbm_bytes = c.peak_hbm_bytes;
-  p.compiled_fits = c.fits;
+  // libtpu checks its temporaries against what the arguments leave; a total over the chip's HBM
+  // (arguments included) cannot be loaded either.
+  p.compiled_fits = c.fits && c.peak_hbm_bytes <= p.hbm_capacity_bytes;
   p.compiled_verdict = compiled_verdict(c);
+  if (c.fits && !p.compiled_fits)
+    p.compiled_verdict += fmt::format(" (over the {} of HBM)", format_bytes(p.hbm_capacity_bytes));
   if (!use_for_memory) return;
   p.memory_source = "compiler";
   p.model_peak_hbm_bytes = p.peak_hbm_bytes;
-  p.fits_hbm = c.fits && c.peak_hbm_bytes <= p.hbm_capacity_bytes;
+  p.fits_hbm = p.compiled_fits;
   if (c.fits) p.peak_hbm_bytes = c.peak_hbm_bytes;
 }
 

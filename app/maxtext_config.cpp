@@ -251,9 +251,13 @@ MaxTextImport import_maxtext(const std::string& model_file,
 
 std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   const ModelConfig& m = c.model;
-  if (m.gdn_layers() > 0)
+  // MaxText 0.2.5 has the GDN layer's XLA path only (models/qwen3.py); the Pallas builds of
+  // PR #4348 and the doubling inverse of PR #4577 are not in it.
+  if (m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
     throw Error(
-        fmt::format("model {}: Gated Delta Net layers have no MaxText command line here", m.name));
+        fmt::format("gdn build {}: MaxText 0.2.5 runs Gated Delta Net layers with the main "
+                    "build only (its XLA path)",
+                    kernels::gdn::name(c.gdn.build)));
   const std::map<std::string, int64_t> dims = {{"d_model", m.d_model},   {"q_heads", m.q_heads},
                                                {"kv_heads", m.kv_heads}, {"mlp_dim", m.mlp_dim},
                                                {"layers", m.layers},     {"head_dim", m.head_dim},
@@ -262,6 +266,18 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   for (const auto& [maxtext, ours] : kModelKeys)
     args.push_back(fmt::format("{}={}", maxtext, dims.at(ours)));
   args.push_back(m.swiglu ? "mlp_activations=[silu,linear]" : "mlp_activations=[gelu]");
+  if (m.gdn_layers() > 0) {
+    args.push_back("decoder_block=qwen3_next");
+    args.push_back(fmt::format("inhomogeneous_layer_cycle_interval={}", m.full_attention_interval));
+    for (const auto& [key, v] :
+         std::vector<std::pair<std::string, int64_t>>{{"gdn_num_key_heads", m.gdn.key_heads},
+                                                      {"gdn_num_value_heads", m.gdn.value_heads},
+                                                      {"gdn_key_head_dim", m.gdn.head_dim},
+                                                      {"gdn_value_head_dim", m.gdn.head_dim},
+                                                      {"gdn_conv_kernel_dim", m.gdn.conv_kernel},
+                                                      {"gdn_chunk_size", c.gdn_chunk}})
+      args.push_back(fmt::format("{}={}", key, v));
+  }
   if (m.is_moe()) {
     const std::map<std::string, int64_t> moe = {{"experts", m.moe.experts},
                                                 {"top_k", m.moe.top_k},

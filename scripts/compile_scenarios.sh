@@ -14,7 +14,7 @@ mkdir -p "$out"
 files=("$@")
 [ ${#files[@]} -eq 0 ] && mapfile -t files < <(find scenarios/calibration scenarios/blind -name '*.yaml' | sort)
 for f in "${files[@]}"; do
-  grep -q "^rows:" "$f" && continue  # a micro-benchmark table, not a step
+  grep -qE "^(rows|source):" "$f" && continue  # a micro-benchmark or ratio table, not a step
   stem=$(basename "$f" .yaml)
   if ! args=$(build/tpusim export maxtext "$f" 2>&1); then
     echo "skip $stem: ${args#tpusim: error: }"

@@ -19,15 +19,18 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
 pipeline, multi-slice (one slice is compiled; per-chip memory does not depend on the slices for
-data parallelism over DCN), mixture of experts, int8, context parallelism and Gated Delta Net
-layers (refused with the key that asks for them).
+data parallelism over DCN), mixture of experts, int8 and context parallelism (refused with the
+key that asks for them). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
+Delta Net layers with MaxText's own XLA path (gdn_step.py).
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 
 from tpusim_jax.export import ExportError
+from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
 
 # MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
 DEFAULTS = {
@@ -40,6 +43,12 @@ DEFAULTS = {
     "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
     # Parallelism the compiled step does not have: accepted at 1 only.
     "ici_context_parallelism": "1", "ici_expert_parallelism": "1",
+    # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
+    # each of the first interval - 1 layers of every cycle, full attention in the last.
+    "decoder_block": "llama2", "inhomogeneous_layer_cycle_interval": "1",
+    "gdn_conv_kernel_dim": "4", "gdn_key_head_dim": "128", "gdn_value_head_dim": "128",
+    "gdn_num_key_heads": "16", "gdn_num_value_heads": "32", "gdn_chunk_size": "64",
+    "use_qk_norm_in_gdn": "true",
 }
 # remat_policy=custom: each checkpoint name's placement (base.yml L453-470: the layer input on
 # device, the rest recomputed unless set).
@@ -180,18 +189,39 @@ def build_step(config: dict, devices):
     def spec(*a):
         return NamedSharding(mesh, P(*a))
 
+    hybrid = config["decoder_block"] == "qwen3_next"
+    interval = _int(config, "inhomogeneous_layer_cycle_interval") if hybrid else 1
+    if L % interval:
+        raise ExportError(f"base_num_decoder_layers={L} is not a whole number of cycles of "
+                          f"inhomogeneous_layer_cycle_interval={interval}")
+    cycles = L // interval
+    gdn = {k: _int(config, "gdn_" + k) for k in ("num_key_heads", "num_value_heads",
+                                                  "key_head_dim", "value_head_dim",
+                                                  "conv_kernel_dim", "chunk_size")}
+    none = (None,)
+
+    def mlp_shapes(prefix, lead):
+        n = none * len(lead)
+        out = {prefix + "wi_0": (lead + (E, F), spec(*n, fsdp, "tensor")),
+               prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
+               prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
+        if gated:
+            out[prefix + "wi_1"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
+        return out
+
     shapes = {
-        "wq": ((L, E, H, D), spec(None, fsdp, "tensor", None)),
-        "wk": ((L, E, KV, D), spec(None, fsdp, "tensor", None)),
-        "wv": ((L, E, KV, D), spec(None, fsdp, "tensor", None)),
-        "wo": ((L, H, D, E), spec(None, "tensor", None, fsdp)),
-        "wi_0": ((L, E, F), spec(None, fsdp, "tensor")),
-        "wo_mlp": ((L, F, E), spec(None, "tensor", fsdp)),
-        "norm_1": ((L, E), spec(None, "tensor")), "norm_2": ((L, E), spec(None, "tensor")),
+        "wq": ((cycles, E, H, D), spec(None, fsdp, "tensor", None)),
+        "wk": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
+        "wv": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
+        "wo": ((cycles, H, D, E), spec(None, "tensor", None, fsdp)),
+        "norm_1": ((cycles, E), spec(None, "tensor")),
         "embedding": ((V, E), spec("tensor", fsdp)), "final_norm": ((E,), spec("tensor")),
-    }
-    if gated:
-        shapes["wi_1"] = ((L, E, F), spec(None, fsdp, "tensor"))
+    } | mlp_shapes("", (cycles,))
+    if interval > 1:
+        lead = (cycles, interval - 1)
+        shapes |= gdn_shapes(E, gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
+                             gdn["value_head_dim"], gdn["conv_kernel_dim"], fsdp, spec, lead)
+        shapes |= mlp_shapes("gdn_", lead)
     if config["logits_via_embedding"] != "true":
         shapes["logits"] = ((E, V), spec(fsdp, "tensor"))
     weight_dtype = jnp.dtype(config["weight_dtype"])
@@ -222,7 +252,18 @@ def build_step(config: dict, devices):
     sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
                                       out_specs=heads_spec, check_vma=False)
 
-    def layer(x, p):
+    def mlp(x, p, prefix=""):
+        h = norm(x, p[prefix + "norm_2"])
+        a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])), "mlpwi_0")
+        if gated:
+            b = jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_1"]))
+            a = act_fn(a) * checkpoint_name(b, "mlpwi_1")
+        else:
+            a = act_fn(a)
+        m = checkpoint_name(jnp.einsum("bsf,fe->bse", a, bf16(p[prefix + "wo_mlp"])), "mlpwo")
+        return jax.lax.with_sharding_constraint(x + m, activations)
+
+    def attention_layer(x, p):
         x = checkpoint_name(x, "decoder_layer_input")
         h = norm(x, p["norm_1"])
         q = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wq"])), "query_proj")
@@ -230,15 +271,16 @@ def build_step(config: dict, devices):
         v = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wv"])), "value_proj")
         o = sharded_attention(q / math.sqrt(D), k, v)
         o = checkpoint_name(jnp.einsum("bhsd,hde->bse", o, bf16(p["wo"])), "out_proj")
-        x = jax.lax.with_sharding_constraint(x + o, activations)
-        h = norm(x, p["norm_2"])
-        a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p["wi_0"])), "mlpwi_0")
-        if gated:
-            a = act_fn(a) * checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p["wi_1"])), "mlpwi_1")
-        else:
-            a = act_fn(a)
-        m = checkpoint_name(jnp.einsum("bsf,fe->bse", a, bf16(p["wo_mlp"])), "mlpwo")
-        return jax.lax.with_sharding_constraint(x + m, activations), None
+        return mlp(jax.lax.with_sharding_constraint(x + o, activations), p)
+
+    if interval > 1:
+        mixer = gdn_mixer(gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
+                          gdn["value_head_dim"], gdn["chunk_size"], norm, bf16)
+
+    def gdn_layer(x, p):
+        x = checkpoint_name(x, "decoder_layer_input")
+        x = jax.lax.with_sharding_constraint(x + mixer(x, p), activations)
+        return mlp(x, p, "gdn_")
 
     names, to_host = saved_names(config), offloaded_names(config)
     if to_host:
@@ -248,11 +290,22 @@ def build_step(config: dict, devices):
     else:
         policy = jax.checkpoint_policies.save_only_these_names(*names) if names else None
     layer_keys = [k for k in params if k not in ("embedding", "final_norm", "logits")]
+    remat = functools.partial(jax.checkpoint, policy=policy, prevent_cse=False)
+
+    def cycle(x, p):
+        """One scanned cycle: interval - 1 GDN layers, then full attention (MaxText scans the
+        cycle as one block, each layer rematerialised on its own)."""
+        for i in range(interval - 1):
+            layer_params = {k: v[i] for k, v in p.items() if v.ndim and k in gdn_keys}
+            x = remat(gdn_layer)(x, layer_params)
+        return remat(attention_layer)(x, p), None
+
+    gdn_keys = {k for k in params if k.startswith(("gdn_", "w_", "conv", "a_log", "dt_bias",
+                                                   "gated_norm"))}
 
     def loss(p, tokens):
         x = jax.lax.with_sharding_constraint(bf16(p["embedding"])[tokens], activations)
-        x, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy, prevent_cse=False), x,
-                            {k: p[k] for k in layer_keys})
+        x, _ = jax.lax.scan(cycle, x, {k: p[k] for k in layer_keys})
         x = norm(x, p["final_norm"])
         out = bf16(p["embedding"].T if "logits" not in p else p["logits"])
         tiles = _int(config, "num_vocab_tiling")

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
-# committed compiled steps of tests/data/compiled/ (the same bytes of XLA's memory analysis, the
+# committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step;
+# the same bytes of XLA's memory analysis, the
 # same out-of-memory verdict), and refuses what it does not model with one error line and no file.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom; do
+for s in small small_oom small_gdn; do
   # shellcheck disable=SC2046
   $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
     >"$dir/log" 2>"$dir/err"
