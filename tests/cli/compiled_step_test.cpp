@@ -115,10 +115,11 @@ TEST_F(Cli, ACompiledStepThatIsNotThisScenariosIsOneErrorLine) {
                        "key 'memory': memory: compiler needs the compiled step");
   std::ofstream(path("what.yaml")) << small << "memory: measured\n";
   expect_clean_failure(run("run " + path("what.yaml")), "key 'memory'");
-  // A step MaxText's command line cannot say.
+  // A step MaxText's command line cannot say: a GDN build MaxText 0.2.5 does not have.
   expect_clean_failure(run("export maxtext " + std::string(TPUSIM_SOURCE_DIR) +
-                           "/scenarios/calibration/c1/" + "c1_main.yaml"),
-                       "Gated Delta Net layers have no MaxText command line here");
+                           "/scenarios/calibration/c1/c1_ladder.yaml"),
+                       "gdn build ladder: MaxText 0.2.5 runs Gated Delta Net layers with the main "
+                       "build only");
 }
 
 TEST_F(Cli, ValidateTablesTheModelsPeakAgainstTheCompilers) {
