@@ -52,12 +52,11 @@ std::string compiled_verdict(const CompiledStep& c) {
 
 void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& p) {
   p.compiled_peak_hbm_bytes = c.peak_hbm_bytes;
-  // libtpu checks its temporaries against what the arguments leave; a total over the chip's HBM
-  // (arguments included) cannot be loaded either.
-  p.compiled_fits = c.fits && c.peak_hbm_bytes <= p.hbm_capacity_bytes;
+  // The verdict is libtpu's: it accepts a program whose total reads somewhat above the chip's
+  // HBM (C3 #42, which ran, compiles to 16.37 GiB on v5e's 16 GiB), so no capacity rule of ours
+  // is added to it.
+  p.compiled_fits = c.fits;
   p.compiled_verdict = compiled_verdict(c);
-  if (c.fits && !p.compiled_fits)
-    p.compiled_verdict += fmt::format(" (over the {} of HBM)", format_bytes(p.hbm_capacity_bytes));
   if (!use_for_memory) return;
   p.memory_source = "compiler";
   p.model_peak_hbm_bytes = p.peak_hbm_bytes;

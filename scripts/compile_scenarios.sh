@@ -2,9 +2,10 @@
 # The TPU compiler's verdict on every calibration and blind scenario it can compile: each
 # scenario's MaxText command line (`tpusim export maxtext`) compiled for its topology by
 # `python -m tpusim_jax compile-step` into scenarios/compiled/<scenario file stem>.json (memory
-# analysis, or the out-of-memory message). Scenarios the compiled step does not model (Gated Delta
-# Net layers, mixture of experts, int8, context parallelism) are listed with the reason.
-# `tpusim validate` prints the compiled peak beside tpusim's memory model. Needs scripts/setup.sh's
+# analysis, or the out-of-memory message). Scenarios the compiled step does not model (GDN builds
+# other than main, mixture of experts, int8, context parallelism) are listed with the reason.
+# Each compiled scenario gets `compiled: FILE` if it has none; `tpusim validate` prints the
+# compiled peak beside tpusim's memory model. Needs scripts/setup.sh's
 # .venv (jax, libtpu); a compile takes 20 s to a few minutes of 2 cores.
 # Usage: scripts/compile_scenarios.sh [SCENARIO.yaml ...]   (default: calibration + blind)
 set -uo pipefail
@@ -26,4 +27,10 @@ for f in "${files[@]}"; do
     continue
   fi
   echo "$stem: $(echo "$msg" | grep -m1 'compiled the step')"
+  # The scenario names its compiled step (before its measured block), once.
+  if ! grep -q "^compiled:" "$f"; then
+    rel=$(realpath --relative-to="$(dirname "$f")" "$out/$stem.json")
+    awk -v line="compiled: $rel" '/^measured:/ && !done {print line; done=1} {print}
+      END {if (!done) print line}' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+  fi
 done

@@ -149,7 +149,8 @@ nlohmann::json scenario_results() {
        scenario_files({root + "scenarios/calibration", root + "scenarios/blind",
                        root + "scenarios/examples"})) {
     const Scenario s = load_scenario(file);
-    const StepPrediction p = predict_step(s.step);
+    StepPrediction p = predict_step(s.step);
+    add_compiled(s, p);
     nlohmann::json j = step_json(s, p);
     j["batch_split"] = batch_split_json(s.step, batch_split(s.step, p));
     j.erase("tool");
