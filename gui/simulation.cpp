@@ -114,6 +114,8 @@ Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::B
       check(s.step);  // e.g. a kernel build under context parallelism
     }
     o.step = predict_step(s.step);
+    // The compiled step is of the file's own build.
+    if (s.step.gdn.build == as_measured) add_compiled(s, *o.step);
     o.step_spans = step_structure(s.step, *o.step);
     ChipSpec chip = s.step.chip;
     chip.host_dispatch_s = 0;  // once per step, a span of its own

@@ -139,8 +139,9 @@ void measured_table(const ProfileComparison& c) {
   double measured = 0, predicted = 0;
   for (const OpComparison& op : c.ops) measured += op.measured_s, predicted += op.predicted_s;
   ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);
-  if (!ImGui::TreeNode("measured", "measured against predicted per op (%s, per step): matched %.2f "
-                                   "us against %.2f us; %zu measured only, %zu predicted only",
+  if (!ImGui::TreeNode("measured",
+                       "measured against predicted per op (%s, per step): matched %.2f "
+                       "us against %.2f us; %zu measured only, %zu predicted only",
                        c.device.c_str(), measured * 1e6, predicted * 1e6, c.measured_only.size(),
                        c.predicted_only.size()))
     return;
@@ -178,6 +179,14 @@ void step_totals(const Outcome& o) {
       static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300 * em(), 0),
       ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
           .c_str());
+  if (!s.compiled_verdict.empty()) {
+    ImGui::SameLine();
+    const std::string text =
+        s.memory_source == "compiler"
+            ? "the TPU compiler's (tpusim's model: " + format_bytes(s.model_peak_hbm_bytes) + ")"
+            : "the TPU compiler's peak: " + s.compiled_verdict;
+    ImGui::TextUnformatted(text.c_str());
+  }
   ImGui::Text("unit busy: %s", unit_utilisation_text(s).c_str());
   // Two columns, so every row fits the panel at the default window size: the parts and
   // predicted against measured on the left, what batching buys on the right.

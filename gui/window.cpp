@@ -185,6 +185,8 @@ struct Session {
                      "step %.4f s\n",
                      step_shown.validation.size(), step_shown.batch.size(),
                      step_shown.step->step_time_s);
+      if (headless && step_shown.step && !step_shown.step->compiled_verdict.empty())
+        std::fprintf(stderr, "compiler's peak: %s\n", step_shown.step->compiled_verdict.c_str());
       if (headless && step_shown.compare_step)
         std::fprintf(stderr, "compared step: %s %.4f s\n", step_shown.compare_what.c_str(),
                      step_shown.compare_step->step_time_s);

@@ -156,6 +156,13 @@ TEST(Gui, StepPanelShowsPredictedAgainstMeasured) {
   ASSERT_EQ(status, 0);
   EXPECT_NE(main.log.find("step panel: 0 predicted-against-measured rows"), std::string::npos)
       << main.log;
+  // A scenario with a compiled step shows the TPU compiler's peak beside tpusim's.
+  const Png compiled = screenshot(std::string(TPUSIM_SOURCE_DIR) +
+                                      "/tests/data/compiled/small.yaml --kernel gdn-invert "
+                                      "--seq 1024",
+                                  &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(compiled.log.find("compiler's peak: 944.90 MiB"), std::string::npos) << compiled.log;
   auto step_s = [](const std::string& log) {
     return std::stod(log.substr(log.find(", step ") + 7));
   };
