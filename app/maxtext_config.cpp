@@ -79,6 +79,14 @@ const std::map<std::string, std::string> kMoeKeys = {{"num_experts", "experts"},
                                                      {"base_moe_mlp_dim", "mlp_dim"},
                                                      {"shared_experts", "shared"}};
 
+// MaxText's Gated Delta Net keys and ours under `gdn:` (base.yml L1457-1465; tpusim's GdnDims
+// defaults are base.yml's, so absent keys need not be written). gdn_value_head_dim must equal the
+// key head dim: tpusim's layer has one head dim.
+const std::map<std::string, std::string> kGdnKeys = {{"gdn_num_key_heads", "key_heads"},
+                                                     {"gdn_num_value_heads", "value_heads"},
+                                                     {"gdn_key_head_dim", "head_dim"},
+                                                     {"gdn_conv_kernel_dim", "conv_kernel"}};
+
 // The `moe:` map of a model config's MoE keys (none when it has at most one expert).
 void emit_moe(YAML::Emitter& out, const std::vector<std::pair<std::string, int64_t>>& moe) {
   const auto experts =
@@ -109,7 +117,8 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
   out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "source"
       << YAML::Value << fmt::format("MaxText model config {} (tpusim import maxtext)", file);
   std::set<std::string> seen;
-  std::vector<std::pair<std::string, int64_t>> moe;
+  std::vector<std::pair<std::string, int64_t>> moe, gdn;
+  int64_t interval = 1, value_head_dim = 0;
   for (const auto& kv : root) {
     const std::string key = yaml_as<std::string>(file, kv.first, "", "a key");
     if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
@@ -126,8 +135,12 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
     } else if (auto m = kMoeKeys.find(key); m != kMoeKeys.end()) {
       moe.emplace_back(m->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "inhomogeneous_layer_cycle_interval") {
-      out << YAML::Key << "full_attention_interval" << YAML::Value
-          << yaml_as<int64_t>(file, kv.second, key, "an integer");
+      interval = yaml_as<int64_t>(file, kv.second, key, "an integer");
+      out << YAML::Key << "full_attention_interval" << YAML::Value << interval;
+    } else if (auto g = kGdnKeys.find(key); g != kGdnKeys.end()) {
+      gdn.emplace_back(g->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
+    } else if (key == "gdn_value_head_dim") {
+      value_head_dim = yaml_as<int64_t>(file, kv.second, key, "an integer");
     } else {
       w.skip(key, scalar_text(kv.second), "not modelled");
     }
@@ -136,6 +149,16 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
     if (!seen.count(key))
       throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
   emit_moe(out, moe);
+  if (interval > 1) {  // a hybrid model: its Gated Delta Net layers' dims
+    out << YAML::Key << "gdn" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [k, v] : gdn) out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+    const auto key_dim =
+        std::find_if(gdn.begin(), gdn.end(), [](const auto& kv) { return kv.first == "head_dim"; });
+    if (value_head_dim > 0 && value_head_dim != (key_dim == gdn.end() ? 128 : key_dim->second))
+      w.skip("gdn_value_head_dim", std::to_string(value_head_dim),
+             "tpusim's GDN layer has one head dim, the key head dim");
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
@@ -242,6 +265,22 @@ MaxTextImport import_maxtext(const std::string& model_file,
   }
   out << YAML::Key << "model" << YAML::Value << model;
   emit_workload(out, take, w);
+  // A hybrid model's GDN layers run MaxText's XLA path (the main build, the only one 0.2.5 has),
+  // in chunks of gdn_chunk_size (base.yml L1467: 64).
+  const bool hybrid = model_file.empty() ? load_model(model).gdn_layers() > 0
+                                         : r.model.find("\ngdn:") != std::string::npos;
+  if (const std::string block = take("decoder_block"); !block.empty() && block != "qwen3_next")
+    w.skip("decoder_block", block, "not modelled");
+  if (hybrid) {
+    std::string chunk = take("gdn_chunk_size");
+    if (chunk.empty()) {
+      chunk = "64";
+      r.defaults.push_back("gdn_chunk_size=64 (MaxText's default)");
+    }
+    out << YAML::Key << "gdn" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "build"
+        << YAML::Value << "main" << YAML::Key << "chunk" << YAML::Value
+        << integer("gdn_chunk_size", chunk) << YAML::EndMap;
+  }
   out << YAML::EndMap;
   for (const auto& [k, v] : kv) w.skip(k, v, "not modelled");
   r.scenario = std::string(out.c_str()) + "\n";

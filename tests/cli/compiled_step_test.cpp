@@ -18,7 +18,8 @@ const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled
 // MaxText's model-config keys, which `import maxtext` reads from a model file.
 bool is_model_key(const std::string& key) {
   return key.rfind("base_", 0) == 0 || key == "head_dim" || key == "vocab_size" ||
-         key == "mlp_activations";
+         key == "mlp_activations" || key == "inhomogeneous_layer_cycle_interval" ||
+         (key.rfind("gdn_", 0) == 0 && key != "gdn_chunk_size");
 }
 
 std::vector<std::string> words(const std::string& line) {
@@ -28,31 +29,48 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
-TEST_F(Cli, ExportMaxtextRoundTripsThroughImport) {
-  const std::string scenario =
-      std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml";
-  const CmdResult ex = run("export maxtext " + scenario);
+// The model keys into a MaxText model config, the rest on the command line: import, then export
+// again, gives the same line.
+class ExportCli : public Cli {
+ protected:
+  void expect_round_trip(const std::string& line) {
+    const std::string dir = path("");
+    std::ofstream model(dir + "/m.yml");
+    std::string overrides;
+    for (const std::string& w : words(line)) {
+      const std::string key = w.substr(0, w.find('='));
+      if (!is_model_key(key))
+        overrides += " " + w;
+      else if (key == "mlp_activations")
+        model << "mlp_activations: [silu, linear]\n";
+      else
+        model << key << ": " << w.substr(w.find('=') + 1) << "\n";
+    }
+    model.close();
+    const CmdResult im =
+        run("import maxtext " + dir + "/m.yml" + overrides + " -o " + dir + "/s.yaml");
+    ASSERT_EQ(im.status, 0) << im.err;
+    EXPECT_EQ(run("export maxtext " + dir + "/s.yaml").out, line);
+  }
+};
+
+TEST_F(ExportCli, ExportMaxtextRoundTripsThroughImport) {
+  const std::string scenarios = std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/";
+  const CmdResult ex = run("export maxtext " + scenarios + "c5/c5_24_v5p-128_maxtext-128b.yaml");
   ASSERT_EQ(ex.status, 0) << ex.err;
   EXPECT_NE(ex.out.find("base_emb_dim=8192 "), std::string::npos) << ex.out;
   EXPECT_NE(ex.out.find("ici_fsdp_parallelism=16 ici_tensor_parallelism=8 "), std::string::npos);
   EXPECT_NE(ex.out.find("compile_topology=v5p-256 "), std::string::npos);  // 128 chips, 256 cores
-  // The model keys into a MaxText model config, the rest on the command line: import and export
-  // again give the same line.
-  std::ofstream model(path("m.yml"));
-  std::string overrides;
-  for (const std::string& w : words(ex.out)) {
-    const std::string key = w.substr(0, w.find('='));
-    if (!is_model_key(key))
-      overrides += " " + w;
-    else if (key == "mlp_activations")
-      model << "mlp_activations: [silu, linear]\n";
-    else
-      model << key << ": " << w.substr(w.find('=') + 1) << "\n";
-  }
-  model.close();
-  const CmdResult im = run("import maxtext " + path("m.yml") + overrides + " -o " + path("s.yaml"));
-  ASSERT_EQ(im.status, 0) << im.err;
-  EXPECT_EQ(run("export maxtext " + path("s.yaml")).out, ex.out);
+  expect_round_trip(ex.out);
+  // A hybrid GDN model (the main build, MaxText's only one): decoder_block and the gdn_* keys.
+  const CmdResult gdn = run("export maxtext " + scenarios + "c1/c1_main.yaml");
+  ASSERT_EQ(gdn.status, 0) << gdn.err;
+  EXPECT_NE(gdn.out.find("decoder_block=qwen3_next inhomogeneous_layer_cycle_interval=4 "
+                         "gdn_num_key_heads=16 gdn_num_value_heads=32 "),
+            std::string::npos)
+      << gdn.out;
+  EXPECT_NE(gdn.out.find("gdn_chunk_size=128 "), std::string::npos) << gdn.out;
+  expect_round_trip(gdn.out);
 }
 
 TEST_F(Cli, TheCompilersPeakStandsBesideTheModels) {
