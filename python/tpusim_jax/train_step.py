@@ -19,8 +19,9 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
 pipeline, multi-slice (one slice is compiled; per-chip memory does not depend on the slices for
-data parallelism over DCN), mixture of experts, int8 and context parallelism (refused with the
-key that asks for them). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
+data parallelism over DCN), int8, context parallelism, and for a mixture of experts the megablox
+path and shared experts (refused with the key that asks for them); MaxText's token-dropping
+einsum path compiles (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
 Delta Net layers with MaxText's own XLA path (gdn_step.py).
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ import re
 
 from tpusim_jax.export import ExportError
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
+from tpusim_jax.moe_step import moe_mlp, moe_shapes
 
 # MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
 DEFAULTS = {
@@ -49,6 +51,9 @@ DEFAULTS = {
     "gdn_conv_kernel_dim": "4", "gdn_key_head_dim": "128", "gdn_value_head_dim": "128",
     "gdn_num_key_heads": "16", "gdn_num_value_heads": "32", "gdn_chunk_size": "64",
     "use_qk_norm_in_gdn": "true",
+    # Mixture of experts (base.yml L247-251, L271, L380; moe_step.py).
+    "num_experts": "1", "num_experts_per_tok": "1", "base_moe_mlp_dim": "-1",
+    "shared_experts": "0", "sparse_matmul": "true", "capacity_factor": "-1.0",
 }
 # remat_policy=custom: each checkpoint name's placement (base.yml L453-470: the layer input on
 # device, the rest recomputed unless set).
@@ -56,12 +61,7 @@ PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj"
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
               "mlpwi_1": "remat", "mlpwo": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
-NOT_COMPILED = {
-    "num_experts": "mixture of experts", "num_experts_per_tok": "mixture of experts",
-    "base_moe_mlp_dim": "mixture of experts", "shared_experts": "mixture of experts",
-    "sparse_matmul": "mixture of experts", "capacity_factor": "mixture of experts",
-    "quantization": "int8 (AQT) quantization",
-}
+NOT_COMPILED = {"quantization": "int8 (AQT) quantization"}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
 _MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]
@@ -116,6 +116,16 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
             raise ExportError(f"{key}={value}: expected remat, device or offload")
         config[key] = value
     config["mlp_activations"] = re.sub(r"[\[\]'\" ]", "", config["mlp_activations"])
+    if int(config["num_experts"]) > 1:
+        if config["sparse_matmul"].lower() == "true":
+            raise ExportError("sparse_matmul=true: the compiled step has no megablox path "
+                              "(sparse_matmul=false with a capacity_factor compiles)")
+        if float(config["capacity_factor"]) <= 0:
+            raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
+                              "drops tokens at a capacity (a factor > 0)")
+        if config["shared_experts"] != "0":
+            raise ExportError(f"shared_experts={config['shared_experts']}: the compiled step "
+                              "has no shared experts")
     for key in ("ici_context_parallelism", "ici_expert_parallelism"):
         if config[key] not in ("1", "-1"):
             raise ExportError(f"{key}={config[key]}: the compiled step has no such parallelism")
@@ -200,8 +210,14 @@ def build_step(config: dict, devices):
                                                   "conv_kernel_dim", "chunk_size")}
     none = (None,)
 
+    experts = _int(config, "num_experts")
+
     def mlp_shapes(prefix, lead):
         n = none * len(lead)
+        if experts > 1:
+            return {prefix + k: v for k, v in moe_shapes(
+                E, experts, _int(config, "base_moe_mlp_dim"), fsdp, spec, lead).items()} | {
+                prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
         out = {prefix + "wi_0": (lead + (E, F), spec(*n, fsdp, "tensor")),
                prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
                prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
@@ -252,8 +268,16 @@ def build_step(config: dict, devices):
     sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
                                       out_specs=heads_spec, check_vma=False)
 
+    if experts > 1:
+        experts_mlp = moe_mlp(experts, _int(config, "num_experts_per_tok"),
+                              float(config["capacity_factor"]), bf16)
+
     def mlp(x, p, prefix=""):
         h = norm(x, p[prefix + "norm_2"])
+        if experts > 1:
+            params = {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
+            m = experts_mlp(h, params if prefix else p)
+            return jax.lax.with_sharding_constraint(x + m, activations)
         a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])), "mlpwi_0")
         if gated:
             b = jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_1"]))

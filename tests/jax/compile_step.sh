@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
-# committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step:
-# the same bytes of XLA's memory analysis, the same out-of-memory verdict), and refuses what it
-# does not model with one error line and no file.
+# committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
+# a mixture of experts dropping tokens: the same bytes of XLA's memory analysis, the same
+# out-of-memory verdict), and refuses what it does not model with one error line and no file.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom small_gdn; do
+for s in small small_oom small_gdn small_moe; do
   # shellcheck disable=SC2046
   $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
     >"$dir/log" 2>"$dir/err"
@@ -29,7 +29,7 @@ expect_refusal() {
 }
 args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
-msg="num_experts: the compiled step has no mixture of experts" expect_refusal $args num_experts=8
+msg="sparse_matmul=true: the compiled step has no megablox path" expect_refusal $args num_experts=8 base_moe_mlp_dim=1024
 # shellcheck disable=SC2086
 msg="flash_block: not a key the compiled step models" expect_refusal $args flash_block=3
 # shellcheck disable=SC2086
