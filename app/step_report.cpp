@@ -78,11 +78,12 @@ std::string peak_hbm_text(const StepPrediction& p) {
 std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   const StepConfig& c = s.step;
   std::string out = fmt::format(
-      "scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}{}), seq {}, batch/chip {}, "
+      "scenario {}: {} on {} x {} (mesh data {} fsdp {} tensor {}{}{}), seq {}, batch/chip {}, "
       "remat {}",
       s.name, c.model.name, c.chips_per_slice * c.mesh.data, s.chip_name, c.mesh.data, c.mesh.fsdp,
-      c.mesh.tensor, c.mesh.context > 1 ? fmt::format(" context {}", c.mesh.context) : "", c.seq,
-      c.batch_per_chip, c.remat.describe());
+      c.mesh.tensor, c.mesh.context > 1 ? fmt::format(" context {}", c.mesh.context) : "",
+      c.mesh.expert > 1 ? fmt::format(" expert {}", c.mesh.expert) : "", c.seq, c.batch_per_chip,
+      c.remat.describe());
   if (c.model.gdn_layers() > 0)
     out += fmt::format(", GDN build {} (C {})", kernels::gdn::name(c.gdn.build), c.gdn_chunk);
   out += "\n";

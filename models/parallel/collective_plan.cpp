@@ -20,9 +20,11 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
   double exposed = 0, total = 0;
   const int64_t fsdp_size = c.mesh.fsdp * c.mesh.context * c.mesh.expert;
   if (fsdp_size > 1) {
-    // An MoE layer's experts are split over the expert axis: each chip gathers its own experts'
-    // weights only (over the rest of the FSDP axes; taken as over the whole one).
-    if (moe_layer) {
+    // On megablox's path an MoE layer's experts are split over the expert axis: each chip
+    // gathers its own experts' weights only (over the rest of the FSDP axes; taken as over the
+    // whole one). On the dense einsum path the compiled step gathers every expert's weights over
+    // fsdp x expert like any other weight (docs/compiler_import.md, "Expert parallelism").
+    if (moe_layer && c.moe_sparse_matmul) {
       const int64_t routed = c.model.moe.experts * 3 * c.model.d_model * c.model.moe.mlp_dim;
       params -= routed - routed / c.mesh.expert;
     }
@@ -42,9 +44,11 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     exposed += 6 * ar;
     total += 6 * ar;
   }
-  if (moe_layer && c.mesh.expert > 1) {
-    // The token copies to their experts and back, by all-to-all over the expert axis, in the
-    // forward, the recompute and the backward: on the critical path (not overlapped).
+  if (moe_layer && c.moe_sparse_matmul && c.mesh.expert > 1) {
+    // The token copies to their experts and back, by ragged all-to-all over the expert axis
+    // (moe.py L2739), in the forward, the recompute and the backward: on the critical path (not
+    // overlapped). The dense einsum path moves no tokens: its dispatched activations keep the
+    // batch sharded over the expert axis (moe_step.py's reading of the logical rules).
     const MeshAxis ep = c.axis("expert", c.mesh.expert, false);
     const double a2a = collective_seconds(
         c.chip,

@@ -19,9 +19,10 @@ struct Mesh {
   // Context parallelism: the sequence sharded over this many chips of the slice. Weights are
   // FSDP-sharded over fsdp x context (MaxText's rules shard the embed dimension over both).
   int64_t context = 1;
-  // Expert parallelism (MaxText ici_expert_parallelism): an MoE layer's experts are split over
-  // it and the token copies travel to their experts by all-to-all; elsewhere it acts as one more
-  // FSDP axis (MaxText's rules shard the embed dimension over it too).
+  // Expert parallelism (MaxText ici_expert_parallelism): on megablox's path an MoE layer's
+  // experts are split over it and the token copies travel to their experts by all-to-all;
+  // elsewhere (and on the dense einsum path) it acts as one more FSDP axis (MaxText's rules
+  // shard the embed dimension and the batch over it too).
   int64_t expert = 1;
   int64_t weight_shards() const { return fsdp * context * tensor * expert; }
 };

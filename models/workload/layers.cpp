@@ -85,8 +85,9 @@ int64_t mlp_in_columns(const StepConfig& c, const LocalSizes& l, const RematPoli
 }
 
 // An MoE block's per-chip sizes (MaxText layers/moe.py). Routing is taken as balanced: each local
-// expert gets tokens x top_k / experts rows (with expert parallelism the all-to-all brings each
-// chip the rows of its experts from the whole expert axis: the same count).
+// expert gets tokens x top_k / experts rows (with expert parallelism on megablox's path the
+// all-to-all brings each chip the rows of its experts from the whole expert axis: the same count;
+// the dense einsum path runs every expert on the chip's own batch).
 struct MoeSizes {
   int64_t experts = 0;   // on this chip (experts / mesh.expert)
   int64_t rows = 0;      // per local expert, padded to megablox's 512-row tile

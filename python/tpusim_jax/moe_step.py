@@ -5,6 +5,17 @@ dropped, the dispatch and combine masks [B, S, E, C]), then the einsums "BSM,BSE
 "EBCM,EMH -> EBCH" (gate and up, SiLU), "EBCH,EHM -> EBCM" and "EBCM,BSEC -> BSM" (L4073-4076),
 for the compiled training step (train_step.py). The megablox path (sparse_matmul: true) and
 shared experts are not compiled here.
+
+Sharding follows flax's resolution of base.yml's logical rules (L636-750: rules in order, a rule
+taken only if none of its mesh axes is already used by the array): the experts' weights
+("exp", "embed_moe", "mlp_moe", moe.py L937) over (expert, fsdp, fsdp_transpose + tensor); the
+dispatched tokens and the experts' activations ("activation_exp", "activation_batch_moe", None,
+"activation_embed_moe" or "activation_mlp", L4061-4072) over (-, data + fsdp + fsdp_transpose +
+expert, -, tensor): activation_batch_moe (L684) comes before activation_exp (L689) and takes the
+expert axis, so with expert parallelism the expert dimension of the activations is not sharded
+(the "FSDP-style fallback" of moe.py L4057-4059, moe_dispatch_no_expert_sharding false) and
+the weights, kept over the expert axis by maybe_all_gather_kernel_weight_in_expert_parallelism
+(L3940-3951), meet tokens sharded by batch.
 """
 from __future__ import annotations
 
@@ -15,14 +26,17 @@ import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 
 
-def moe_shapes(E: int, experts: int, H: int, fsdp, spec, lead):
+_MLP = ("fsdp_transpose", "tensor")  # mlp_moe (L692), before embed_moe falls to fsdp (L694)
+
+
+def moe_shapes(E: int, experts: int, H: int, spec, lead):
     """The router and the experts' weights: name -> (shape with the `lead` dims, sharding)."""
     n = (None,) * len(lead)
     return {
-        "gate": (lead + (E, experts), spec(*n, fsdp, None)),
-        "moe_wi_0": (lead + (experts, E, H), spec(*n, None, fsdp, "tensor")),
-        "moe_wi_1": (lead + (experts, E, H), spec(*n, None, fsdp, "tensor")),
-        "moe_wo": (lead + (experts, H, E), spec(*n, None, "tensor", fsdp)),
+        "gate": (lead + (E, experts), spec(*n, ("fsdp", "fsdp_transpose", "expert"), None)),
+        "moe_wi_0": (lead + (experts, E, H), spec(*n, "expert", "fsdp", _MLP)),
+        "moe_wi_1": (lead + (experts, E, H), spec(*n, "expert", "fsdp", _MLP)),
+        "moe_wo": (lead + (experts, H, E), spec(*n, "expert", _MLP, "fsdp")),
     }
 
 
@@ -41,8 +55,16 @@ def dispatch_masks(top_k_indices, probs, experts: int, capacity_factor: float):
     return combine.astype(bool), combine
 
 
-def moe_mlp(experts: int, top_k: int, capacity_factor: float, bf16):
+def moe_mlp(experts: int, top_k: int, capacity_factor: float, bf16, spec, batch_axes,
+            expert_parallel: bool):
     """h [B, S, E] (normalised) -> the experts' weighted output [B, S, E]."""
+    tokens = spec(None, batch_axes, None, "tensor")  # [E, B, C, M or H]
+
+    def constrain(x, sharding):
+        return jax.lax.with_sharding_constraint(x, sharding)
+
+    def kernel(w, dims):  # moe.py L3940-3951: only with expert parallelism
+        return constrain(w, spec("expert", *dims)) if expert_parallel else w
 
     def mlp(h, p):
         logits = jnp.einsum("bse,ex->bsx", h, bf16(p["gate"])).astype(jnp.float32)
@@ -52,11 +74,15 @@ def moe_mlp(experts: int, top_k: int, capacity_factor: float, bf16):
             jnp.arange(probs.shape[0])[:, None, None], jnp.arange(probs.shape[1])[None, :, None],
             indices].set(weights)
         dispatch, combine = dispatch_masks(indices, routed, experts, capacity_factor)
-        x = jnp.einsum("bsm,bsec->ebcm", h, dispatch.astype(h.dtype))
-        a = checkpoint_name(jnp.einsum("ebcm,emh->ebch", x, bf16(p["moe_wi_0"])), "mlpwi_0")
-        g = checkpoint_name(jnp.einsum("ebcm,emh->ebch", x, bf16(p["moe_wi_1"])), "mlpwi_1")
-        y = checkpoint_name(jnp.einsum("ebch,ehm->ebcm", jax.nn.silu(a) * g, bf16(p["moe_wo"])),
-                            "mlpwo")
+        masks = spec(batch_axes, None, None, None)
+        dispatch, combine = constrain(dispatch, masks), constrain(combine, masks)
+        x = constrain(jnp.einsum("bsm,bsec->ebcm", h, dispatch.astype(h.dtype)), tokens)
+        wi_0, wi_1 = (kernel(bf16(p[k]), (None, _MLP)) for k in ("moe_wi_0", "moe_wi_1"))
+        a = checkpoint_name(constrain(jnp.einsum("ebcm,emh->ebch", x, wi_0), tokens), "mlpwi_0")
+        g = checkpoint_name(constrain(jnp.einsum("ebcm,emh->ebch", x, wi_1), tokens), "mlpwi_1")
+        wo = kernel(bf16(p["moe_wo"]), (_MLP, None))
+        y = checkpoint_name(constrain(jnp.einsum("ebch,ehm->ebcm", jax.nn.silu(a) * g, wo),
+                                      tokens), "mlpwo")
         return jnp.einsum("ebcm,bsec->bsm", y, combine.astype(y.dtype))
 
     return mlp

@@ -13,8 +13,9 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
 - attention with the splash kernel (`attention: autoselected` on TPU, base.yml L486; block sizes
   512, L1295-1305), vmapped over the batch inside a shard_map over batch and heads, its residuals
   named "context" (layers/attention_op.py L2276-2283);
-- sharding by the logical axis rules (base.yml L637-): weights' embed dim over fsdp, heads and
-  MLP columns and the vocabulary over tensor; activations' batch over data and fsdp;
+- sharding by the logical axis rules (base.yml L637-): weights' embed dim over fsdp (and expert),
+  heads and MLP columns and the vocabulary over tensor; activations' batch over data, fsdp (and
+  expert);
 - logits cast to float32 (`cast_logits_to_fp32`, base.yml L221) and, with num_vocab_tiling > 1,
   the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
@@ -43,8 +44,9 @@ DEFAULTS = {
     "ici_data_parallelism": "1", "ici_fsdp_parallelism": "-1", "ici_fsdp_transpose_parallelism": "1",
     "ici_tensor_parallelism": "1", "compile_topology": None, "compile_topology_num_slices": "1",
     "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
+    "ici_expert_parallelism": "1",
     # Parallelism the compiled step does not have: accepted at 1 only.
-    "ici_context_parallelism": "1", "ici_expert_parallelism": "1",
+    "ici_context_parallelism": "1",
     # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
     # each of the first interval - 1 layers of every cycle, full attention in the last.
     "decoder_block": "llama2", "inhomogeneous_layer_cycle_interval": "1",
@@ -126,9 +128,12 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         if config["shared_experts"] != "0":
             raise ExportError(f"shared_experts={config['shared_experts']}: the compiled step "
                               "has no shared experts")
-    for key in ("ici_context_parallelism", "ici_expert_parallelism"):
-        if config[key] not in ("1", "-1"):
-            raise ExportError(f"{key}={config[key]}: the compiled step has no such parallelism")
+    if config["ici_context_parallelism"] not in ("1", "-1"):
+        raise ExportError(f"ici_context_parallelism={config['ici_context_parallelism']}: "
+                          "the compiled step has no such parallelism")
+    if config["ici_expert_parallelism"] not in ("1", "-1") and int(config["num_experts"]) <= 1:
+        raise ExportError(f"ici_expert_parallelism={config['ici_expert_parallelism']}: "
+                          "expert parallelism needs num_experts > 1")
     for key, value in config.items():
         if value is None:
             raise ExportError(f"{key}: missing (no default in MaxText's base.yml)")
@@ -160,10 +165,12 @@ def topology_for(compile_topology: str) -> str:
 
 
 def mesh_shape(config: dict, chips: int) -> dict[str, int]:
-    """MaxText's ici axes, the one left at -1 taking what the others leave of the chips."""
+    """MaxText's ici axes in its mesh_axes order (base.yml L636), the one left at -1 taking what
+    the others leave of the chips."""
     axes = {"data": _int(config, "ici_data_parallelism"), "fsdp": _int(config, "ici_fsdp_parallelism"),
             "fsdp_transpose": _int(config, "ici_fsdp_transpose_parallelism"),
-            "tensor": _int(config, "ici_tensor_parallelism")}
+            "tensor": _int(config, "ici_tensor_parallelism"),
+            "expert": _int(config, "ici_expert_parallelism")}
     known = math.prod(v for v in axes.values() if v != -1)
     free = [k for k, v in axes.items() if v == -1]
     if len(free) > 1 or chips % known:
@@ -193,7 +200,9 @@ def build_step(config: dict, devices):
     act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
     axes = mesh_shape(config, len(devices))
     mesh = Mesh(np.array(devices).reshape(tuple(axes.values())), tuple(axes))
-    fsdp, batch_axes = ("fsdp", "fsdp_transpose"), ("data", "fsdp", "fsdp_transpose")
+    # The logical rules' 'embed' and 'activation_batch' both end in the expert axis (base.yml
+    # L714, L704): outside the experts, expert parallelism shards like fsdp.
+    fsdp, batch_axes = ("fsdp", "fsdp_transpose", "expert"), ("data", "fsdp", "fsdp_transpose", "expert")
     batch = int(float(config["per_device_batch_size"]) * len(devices))
 
     def spec(*a):
@@ -216,7 +225,7 @@ def build_step(config: dict, devices):
         n = none * len(lead)
         if experts > 1:
             return {prefix + k: v for k, v in moe_shapes(
-                E, experts, _int(config, "base_moe_mlp_dim"), fsdp, spec, lead).items()} | {
+                E, experts, _int(config, "base_moe_mlp_dim"), spec, lead).items()} | {
                 prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
         out = {prefix + "wi_0": (lead + (E, F), spec(*n, fsdp, "tensor")),
                prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
@@ -270,7 +279,8 @@ def build_step(config: dict, devices):
 
     if experts > 1:
         experts_mlp = moe_mlp(experts, _int(config, "num_experts_per_tok"),
-                              float(config["capacity_factor"]), bf16)
+                              float(config["capacity_factor"]), bf16, spec, batch_axes,
+                              axes["expert"] > 1)
 
     def mlp(x, p, prefix=""):
         h = norm(x, p[prefix + "norm_2"])

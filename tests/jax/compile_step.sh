@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
 # committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
-# a mixture of experts dropping tokens: the same bytes of XLA's memory analysis, the same
-# out-of-memory verdict), and refuses what it does not model with one error line and no file.
+# a mixture of experts dropping tokens, with and without expert parallelism: the same bytes of
+# XLA's memory analysis, the same out-of-memory verdict), and refuses what it does not model with
+# one error line and no file.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom small_gdn small_moe; do
+for s in small small_oom small_gdn small_moe small_moe_ep; do
   # shellcheck disable=SC2046
   $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
     >"$dir/log" 2>"$dir/err"

@@ -7,6 +7,7 @@
 
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
+#include "models/parallel/collective_plan.h"
 #include "sim/error.h"
 #include "sim/timing/collectives.h"
 
@@ -317,6 +318,41 @@ TEST(Moe, MaxTextCountsTheGateAndTopKExperts) {
   ASSERT_TRUE(m.is_moe());
   EXPECT_EQ(m.mlp_params(), 4096 * 8 + 8 * 3 * int64_t{4096} * 14336);
   EXPECT_DOUBLE_EQ(maxtext_flops_per_device(m, 1, 4096), 326503413841920.0);
+}
+
+// Mixtral-8x7B on 16 v6e chips, 1 x 4096 tokens per chip, fsdp 4 x expert 4.
+StepConfig mixtral_ep(bool sparse_matmul, int64_t expert) {
+  StepConfig c;
+  c.chip = load_chip("v6e");
+  c.model = load_model("mixtral-8x7b");
+  c.chips_per_slice = 16;
+  c.mesh.fsdp = 16 / expert, c.mesh.expert = expert;
+  c.seq = 4096, c.batch_per_chip = 1;
+  c.moe_sparse_matmul = sparse_matmul;
+  c.capacity_factor = sparse_matmul ? -1 : 1.25;
+  return c;
+}
+
+// On megablox's path the token copies go to their experts and back by all-to-all in the forward,
+// the recompute and the backward: 4096 tokens x top-2 x 4096 x 2 bytes = 67,108,864 bytes each,
+// exposed; the layer's weight collectives hide behind a second of compute. The dense einsum path
+// moves no tokens (the compiled step: no all-to-all in its layer loop) and gathers the experts'
+// weights like fsdp over the same 16 chips.
+TEST(Moe, ExpertParallelCollectivesByPath) {
+  const int64_t params = load_model("mixtral-8x7b").mlp_params();
+  const StepConfig sparse = mixtral_ep(true, 4);
+  const double a2a = collective_seconds(
+      sparse.chip,
+      {CollectiveKind::all_to_all, 67'108'864, sparse.axis("expert", 4, false)});
+  const CollectiveTime s = layer_collectives(sparse, params, PartKind::attention_layer, 1, 1);
+  EXPECT_DOUBLE_EQ(s.exposed_s, 6 * a2a);
+  const CollectiveTime dense =
+      layer_collectives(mixtral_ep(false, 4), params, PartKind::attention_layer, 1, 1);
+  const CollectiveTime fsdp =
+      layer_collectives(mixtral_ep(false, 1), params, PartKind::attention_layer, 1, 1);
+  EXPECT_EQ(dense.exposed_s, 0);
+  EXPECT_DOUBLE_EQ(dense.total_s, fsdp.total_s);
+  EXPECT_GT(dense.total_s, s.total_s - 6 * a2a);  // every expert gathered, not a quarter of them
 }
 
 }  // namespace
