@@ -41,15 +41,13 @@ std::map<std::string, double> predicted_by_name(const HloProgram& h, const RunRe
 
 ProfileComparison compare_profile(const Profile& profile, int device, const HloProgram& h,
                                   const RunResult& r) {
-  if (device < 0 || device >= static_cast<int>(profile.devices.size()))
-    throw Error(fmt::format("{}: no device {} (the profile has {} TPU devices)", profile.path,
-                            device, profile.devices.size()));
-  const ProfileDevice& d = profile.devices[device];
+  const ProfileDevice& d = profile_device(profile, device);
   ProfileComparison c;
   c.device = d.name;
   c.steps = std::max<int>(1, static_cast<int>(d.steps.size()));
   std::map<std::string, OpComparison> measured;
   for (const ProfileEvent& e : d.ops) {
+    if (e.has_children) continue;  // a loop's span: its ops are counted
     OpComparison& m = measured[e.name];
     m.name = e.name;
     if (m.op_class.empty())
@@ -99,7 +97,7 @@ ProfileComparison compare_profile(const Profile& profile, int device, const HloP
 
 std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
                                          const ProfileComparison& c, const RunResult& r) {
-  const ProfileDevice& d = profile.devices.at(device);
+  const ProfileDevice& d = profile_device(profile, device);
   std::vector<MeasuredSpan> out;
   if (d.ops.empty()) return out;
   const ProfileEvent* window = !d.steps.empty()     ? &d.steps.front()
@@ -116,7 +114,7 @@ std::vector<MeasuredSpan> measured_spans(const Profile& profile, int device,
   for (const OpComparison& o : c.ops)
     if (o.count_per_step > 0) per_execution[o.name] = o.predicted_s / o.count_per_step;
   for (const ProfileEvent& e : d.ops) {
-    if (e.start_us < from_us || e.start_us >= to_us) continue;
+    if (e.start_us < from_us || e.start_us >= to_us || e.has_children) continue;
     MeasuredSpan s{e.name, program_start_s + (e.start_us - from_us) * 1e-6, e.duration_us * 1e-6};
     if (const auto m = per_execution.find(e.name); m != per_execution.end()) {
       s.matched = true;
@@ -134,9 +132,7 @@ std::string comparison_text(const ProfileComparison& c, size_t top) {
   for (const OpComparison& o : c.ops) matched += o.measured_s, predicted += o.predicted_s;
   for (const OpComparison& o : c.measured_only) only_measured += o.measured_s;
   for (const OpComparison& o : c.predicted_only) only_predicted += o.predicted_s;
-  auto ms = [](double s) {
-    return s < 1e-3 ? fmt::format("{:.2f} us", s * 1e6) : fmt::format("{:.3f} ms", s * 1e3);
-  };
+  const auto ms = format_duration;
   std::string out = fmt::format(
       "{} ({} steps): measured {} per step in {} op names; matched {} ops: measured {}, "
       "predicted {} ({:+.1f}%); unmatched: measured {} ({} names), predicted {} ({} names)\n",

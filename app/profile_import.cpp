@@ -33,6 +33,24 @@ std::string text_of(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// Sorts the ops by start, longer first at equal starts, and links each to the innermost op
+// whose span holds it (a while loop's span holds the ops of its iterations).
+void nest(std::vector<ProfileEvent>& ops) {
+  std::stable_sort(ops.begin(), ops.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
+    return a.start_us != b.start_us ? a.start_us < b.start_us : a.duration_us > b.duration_us;
+  });
+  constexpr double kSlackUs = 1e-3;  // timestamps are rounded to the nanosecond
+  std::vector<int> open;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    while (!open.empty() && ops[open.back()].end_us() + kSlackUs < ops[i].end_us()) open.pop_back();
+    if (!open.empty()) {
+      ops[i].parent = open.back();
+      ops[open.back()].has_children = true;
+    }
+    open.push_back(i);
+  }
+}
+
 }  // namespace
 
 Profile load_profile(const std::string& path) {
@@ -86,7 +104,15 @@ Profile load_profile(const std::string& path) {
     else
       ++dev.other_lines[line.empty() ? "(unnamed)" : line];
   }
+  for (ProfileDevice& d : p.devices) nest(d.ops);
   return p;
+}
+
+const ProfileDevice& profile_device(const Profile& p, int index) {
+  if (index < 0 || index >= static_cast<int>(p.devices.size()))
+    throw Error(fmt::format("{}: no device {} (the profile has {} TPU devices)", p.path, index,
+                            p.devices.size()));
+  return p.devices[index];
 }
 
 nlohmann::json profile_summary_json(const Profile& p) {
@@ -97,19 +123,26 @@ nlohmann::json profile_summary_json(const Profile& p) {
       int64_t count = 0;
       double us = 0;
       std::string category;
+      bool holds_ops = false;  // a loop: its time is its ops'
     };
     std::map<std::string, Total> by_name;
     for (const ProfileEvent& e : d.ops) {
       Total& t = by_name[e.name];
       ++t.count;
-      t.us += e.duration_us;
+      if (e.has_children)
+        t.holds_ops = true;
+      else
+        t.us += e.duration_us;
       if (t.category.empty() && e.args.count("hlo_category"))
         t.category = e.args.at("hlo_category");
     }
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& [name, t] : by_name)
-      ops.push_back(
-          {{"name", name}, {"count", t.count}, {"total_us", t.us}, {"category", t.category}});
+      ops.push_back({{"name", name},
+                     {"count", t.count},
+                     {"total_us", t.us},
+                     {"category", t.category},
+                     {"holds_ops", t.holds_ops}});
     std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
       return a["total_us"].template get<double>() > b["total_us"].template get<double>();
     });

@@ -15,6 +15,11 @@ struct ProfileEvent {
   std::string name;
   double start_us = 0, duration_us = 0;
   std::map<std::string, std::string> args;  // the event's args as text (long_name, flops, ...)
+  // On the "XLA Ops" line a control-flow op (a while loop) spans the ops it runs: the index of
+  // the innermost op whose span holds this one (-1: none), and whether any op lies inside it.
+  int parent = -1;
+  bool has_children = false;
+  double end_us() const { return start_us + duration_us; }
 };
 
 struct ProfileDevice {
@@ -28,12 +33,18 @@ struct Profile {
   std::vector<ProfileDevice> devices;  // the TPU devices, in pid order
 };
 
+// Device `index` of the profile; an Error naming the file when it has no such device.
+const ProfileDevice& profile_device(const Profile& p, int index);
+
 // Reads a Chrome trace-event JSON file, gzip-compressed or not. A file that is not one, or has no
-// TPU device, is an Error naming the file.
+// TPU device, is an Error naming the file. Each device's ops come sorted by start (the enclosing
+// op first) with their nesting set; a device's op time is that of its leaf ops (an enclosing
+// op's span is its children's time and the gaps between them).
 Profile load_profile(const std::string& path);
 
 // {"tool", "file", "devices": [{"name", "steps", "modules", "ops": [{"name", "count",
-// "total_us", ...}], "other_lines"}]}: per device each op name once, with its count and time.
+// "total_us", "category", "holds_ops"}], "other_lines"}]}: per device each op name once, with its
+// count and time (0 for an op holding others, a loop, whose time is theirs).
 nlohmann::json profile_summary_json(const Profile& p);
 
 }  // namespace tpusim

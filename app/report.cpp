@@ -85,6 +85,10 @@ class GzipBuffer : public std::streambuf {
 
 }  // namespace
 
+std::string format_duration(double s) {
+  return s < 1e-3 ? fmt::format("{:.2f} us", s * 1e6) : fmt::format("{:.3f} ms", s * 1e3);
+}
+
 std::string format_si(double v, const char* unit) {
   static constexpr std::pair<double, const char*> kPrefixes[] = {
       {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};

@@ -20,6 +20,9 @@ std::string summary_text(const RunResult& r, const ChipSpec& chip);
 // `v` with a decimal prefix: "1.10 TFLOP", "554.4 MB" (k, M, G, T, P; plain below 1000).
 std::string format_si(double v, const char* unit);
 
+// Seconds as "12.34 us" below a millisecond, else "1.234 ms".
+std::string format_duration(double s);
+
 // One line: the peak of the HBM buffers the program holds live (sim/ir/liveness.h), where it is
 // and its largest buffers.
 // One CSV field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or

@@ -1,5 +1,6 @@
 // `tpusim import profile` and `tpusim compare`: a measured profile (jax.profiler's Perfetto trace)
-// summarised, and matched per op to the compiled program simulated (docs/profiles.md);
+// summarised, and matched per op to the compiled program simulated or by structure to a
+// scenario's step (docs/profiles.md);
 // `tpusim import maxtext-log`: a scenario's measured block from a MaxText training log;
 // `tpusim export maxtext`: the MaxText command line of a scenario.
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "app/maxtext_log.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
+#include "app/profile_structure.h"
 #include "app/report.h"
 #include "app/scenario.h"
 #include "cli/commands.h"
@@ -167,41 +169,78 @@ Command export_command(CLI::App& app) {
           }};
 }
 
+namespace {
+
+// `compare SCENARIO PROFILE`: the scenario's step against the profile by structure.
+void compare_scenario(const std::string& scenario, const Profile& profile, int device,
+                      const std::string& csv, const std::string& json) {
+  const Scenario sc = load_scenario(scenario);
+  const StepPrediction p = predict_step(sc.step);
+  const StructureComparison cmp = compare_structure(profile, device, sc.step, p);
+  OutputFiles files;
+  if (!csv.empty()) files.stage(csv, structure_csv(cmp));
+  if (!json.empty()) files.stage(json, json_text(structure_json(cmp), 2) + "\n");
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  summary << fmt::format("compare: scenario {} against {} by structure\n", sc.name, profile.path)
+          << structure_text(cmp);
+}
+
+// `compare --hlo DIR PROFILE`: the compiled program against the profile per op.
+void compare_program(const std::string& hlo, const std::string& chip_name, const Profile& profile,
+                     int device, const std::string& csv, const std::string& json) {
+  const HloProgram h = import_hlo(hlo);
+  const std::string chip = !chip_name.empty() ? chip_name : h.chip.empty() ? "v5e" : h.chip;
+  ChipSpec spec = load_chip(chip);
+  spec.host_dispatch_s = 0;  // per op: the device's time, as the profile's ops are
+  const RunResult r = simulate(spec, h.program);
+  const ProfileComparison cmp = compare_profile(profile, device, h, r);
+  OutputFiles files;
+  if (!csv.empty()) files.stage(csv, comparison_csv(cmp));
+  if (!json.empty()) files.stage(json, json_text(comparison_json(cmp), 2) + "\n");
+  std::ostream& summary = files.summary_stream();
+  files.commit();
+  summary << fmt::format("compare: {} simulated on {} against {}\n", hlo, chip, profile.path)
+          << comparison_text(cmp);
+}
+
+}  // namespace
+
 Command compare_command(CLI::App& app) {
   struct Args {
-    std::string hlo, profile, chip, csv, json;
+    std::string hlo, chip, csv, json;
+    std::vector<std::string> inputs;
     int device = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand(
       "compare",
-      "predicted against measured per op: the compiled program simulated, matched by HLO "
-      "instruction name to a measured profile");
+      "predicted against measured: a scenario's step matched by structure (layer loops, the rest, "
+      "collectives, idle time), or with --hlo the compiled program matched per HLO op, against "
+      "a measured profile");
+  c->add_option("inputs", a->inputs,
+                "SCENARIO PROFILE, or PROFILE with --hlo (the profile: a Perfetto trace JSON, .gz "
+                "or not)")
+      ->required()
+      ->expected(1, 2);
   c->add_option("--hlo", a->hlo,
-                "the compiled program (python -m tpusim_jax compile DIR, or an HLO text file)")
-      ->required();
-  c->add_option("profile", a->profile, "the measured profile (Perfetto trace JSON, .gz or not)")
-      ->required();
+                "the compiled program (python -m tpusim_jax compile DIR, or an HLO text file)");
   c->add_option("--device", a->device, "which TPU device of the profile (default 0)");
-  c->add_option("--chip", a->chip, "simulate on this chip (default: the compile's)");
-  c->add_option("--csv", a->csv, "write every op's row as CSV to FILE");
+  c->add_option("--chip", a->chip, "with --hlo: simulate on this chip (default: the compile's)");
+  c->add_option("--csv", a->csv, "write every row as CSV to FILE");
   c->add_option("--json", a->json, "write the comparison as JSON to FILE");
   return {c, [a] {
-            const Profile profile = load_profile(a->profile);
-            const HloProgram h = import_hlo(a->hlo);
-            const std::string chip = !a->chip.empty() ? a->chip : h.chip.empty() ? "v5e" : h.chip;
-            ChipSpec spec = load_chip(chip);
-            spec.host_dispatch_s = 0;  // per op: the device's time, as the profile's ops are
-            const RunResult r = simulate(spec, h.program);
-            const ProfileComparison cmp = compare_profile(profile, a->device, h, r);
-            OutputFiles files;
-            if (!a->csv.empty()) files.stage(a->csv, comparison_csv(cmp));
-            if (!a->json.empty()) files.stage(a->json, json_text(comparison_json(cmp), 2) + "\n");
-            std::ostream& summary = files.summary_stream();
-            files.commit();
-            summary << fmt::format("compare: {} simulated on {} against {}\n", a->hlo, chip,
-                                   a->profile)
-                    << comparison_text(cmp);
+            const size_t want = a->hlo.empty() ? 2 : 1;
+            if (a->inputs.size() != want)
+              throw Error(a->hlo.empty() ? "compare: give SCENARIO PROFILE, or --hlo DIR PROFILE"
+                                         : "compare: with --hlo give only the PROFILE");
+            if (a->hlo.empty() && !a->chip.empty())
+              throw Error("compare: --chip goes with --hlo (a scenario names its chip)");
+            const Profile profile = load_profile(a->inputs.back());
+            if (a->hlo.empty())
+              compare_scenario(a->inputs.front(), profile, a->device, a->csv, a->json);
+            else
+              compare_program(a->hlo, a->chip, profile, a->device, a->csv, a->json);
           }};
 }
 

@@ -9,6 +9,8 @@
 #include "app/profile_calibration.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
+#include "app/profile_structure.h"
+#include "app/scenario.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
 #include "tests/error_of.h"
@@ -122,8 +124,7 @@ TEST(Profile, TheFirstStepsOpsLineUpWithTheSimulatedProgram) {
 TEST(Profile, CalibrateOnAProfileMovesTheConstantsItsOpsDependOn) {
   const Matched m;
   const ChipSpec chip = Matched::no_dispatch(load_chip("v5e"));
-  const std::vector<ProfileConstantMove> moves =
-      profile_constant_moves(m.profile, 0, m.hlo, chip);
+  const std::vector<ProfileConstantMove> moves = profile_constant_moves(m.profile, 0, m.hlo, chip);
   std::map<std::string, ProfileConstantMove> by;
   for (const ProfileConstantMove& x : moves) by[x.key] = x;
   const ProfileConstantMove& row = by.at("xla_row_solve_step_cycles");
@@ -156,6 +157,87 @@ TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
   const Matched m;
   EXPECT_NE(error_of([&] { compare_profile(m.profile, 3, m.hlo, m.run); }).find("no device 3"),
             std::string::npos);
+}
+
+// A training step of the 4-layer test model (tests/data/profile/small_step_trace.json.gz): per step
+// the embedding 50 us and an all-gather 5 us, a forward loop of 4 trips (30 + 40 + 25 us of
+// compute and a 2 us all-gather each), a backward loop of 4 (60 + 80 us and a 3 us
+// reduce-scatter), the loss 30 us, a 2-trip loop of 5 us, the optimizer 20 us, 1 us idle after
+// each of the 7 top-level ops: 1082 us.
+const std::string kStepTrace = kData + "profile/small_step_trace.json.gz";
+
+TEST(ProfileStructure, LoopsHoldTheirIterationsOps) {
+  const Profile p = load_profile(kStepTrace);
+  const std::vector<ProfileEvent>& ops = p.devices.at(0).ops;
+  int loops = 0;
+  for (const ProfileEvent& e : ops) {
+    if (e.has_children) {
+      ++loops;
+      EXPECT_EQ(e.name.rfind("while.", 0), 0u) << e.name;
+      EXPECT_EQ(e.parent, -1);
+    }
+    if (e.name == "fusion.30") EXPECT_EQ(ops.at(e.parent).name, "while.11");
+    if (e.name == "fusion.60") EXPECT_EQ(e.parent, -1);
+  }
+  EXPECT_EQ(loops, 2 * 3);
+  // A loop's time is its ops': the summary's totals add up to the ops' time once.
+  const nlohmann::json j = profile_summary_json(p);
+  double total = 0;
+  for (const auto& op : j["devices"][0]["ops"]) total += op["total_us"].get<double>();
+  EXPECT_DOUBLE_EQ(total, 2 * (1082.0 - 7));
+}
+
+TEST(ProfileStructure, AScenarioStepMatchesTheProfileByLoopsAndTheRest) {
+  const Scenario sc = load_scenario(kData + "profile/small_step.yaml");
+  const StepPrediction p = predict_step(sc.step);
+  const StructureComparison c = compare_structure(load_profile(kStepTrace), 0, sc.step, p);
+  EXPECT_EQ(c.steps, 2);
+  EXPECT_EQ(c.layer_trips, 4);
+  EXPECT_NEAR(c.measured_step_s, 1082e-6, 1e-12);
+  std::map<std::string, StructureRow> by;
+  double rows = 0;
+  for (const StructureRow& r : c.rows) by[r.name] = r, rows += r.measured_s;
+  ASSERT_EQ(c.measured_only.size(), 1u);
+  EXPECT_EQ(c.measured_only[0].name, "loop while.50");
+  EXPECT_EQ(c.measured_only[0].trips, 2);                                       // from its HLO text
+  EXPECT_NEAR(rows + c.measured_only[0].measured_s, c.measured_step_s, 1e-12);  // nothing dropped
+  EXPECT_NEAR(by.at("layer loop, forward").measured_s, 4 * 95e-6, 1e-12);
+  EXPECT_NEAR(by.at("layer loop, backward (recompute included)").measured_s, 4 * 140e-6, 1e-12);
+  EXPECT_NEAR(by.at("collectives in the layer loops (exposed)").measured_s, 4 * 5e-6, 1e-12);
+  EXPECT_NEAR(by.at("outside the layer loops (embedding, loss, optimizer)").measured_s, 100e-6,
+              1e-12);
+  EXPECT_NEAR(by.at("collectives outside the layer loops").measured_s, 5e-6, 1e-12);
+  EXPECT_NEAR(by.at("device idle between ops (host dispatch)").measured_s, 7e-6, 1e-12);
+  // The predicted side is the step's parts: every part lands in one row.
+  double fwd = 0, predicted = 0;
+  for (const StepPart& part : p.parts) {
+    if (part.name == "attention layer") fwd += part.count * part.forward_s;
+    predicted += part.count * (part.compute_s + part.exposed_s);
+  }
+  EXPECT_DOUBLE_EQ(by.at("layer loop, forward").predicted_s, fwd);
+  double rows_predicted = 0;
+  for (const StructureRow& r : c.rows) rows_predicted += r.predicted_s;
+  EXPECT_NEAR(rows_predicted, predicted, 1e-12 * predicted);
+  EXPECT_NEAR(predicted, p.step_time_s, 1e-9 * predicted);
+  for (size_t i = 1; i < c.rows.size(); ++i)  // largest absolute difference first
+    EXPECT_GE(std::abs(c.rows[i - 1].predicted_s - c.rows[i - 1].measured_s),
+              std::abs(c.rows[i].predicted_s - c.rows[i].measured_s));
+}
+
+// A profile without loop spans (the per-op test trace) cannot be split into layer loops: its ops
+// count as outside them, and the report says why.
+TEST(ProfileStructure, WithoutLoopSpansTheStepIsOneBlockAndSaysSo) {
+  const Scenario sc = load_scenario(kData + "profile/small_step.yaml");
+  const StepPrediction p = predict_step(sc.step);
+  const StructureComparison c = compare_structure(load_profile(kTrace), 0, sc.step, p);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("2 of 2 steps have no forward and backward loop of 4 trips"),
+            std::string::npos);
+  for (const StructureRow& r : c.rows)
+    if (r.name.rfind("layer loop", 0) == 0) EXPECT_EQ(r.measured_s, 0);
+  EXPECT_NE(
+      error_of([&] { compare_structure(load_profile(kTrace), 1, sc.step, p); }).find("no device 1"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -447,14 +448,46 @@ TEST_F(Cli, ImportProfileAndCompareItPerOp) {
   EXPECT_EQ(j["ops"].size(), 7u);
 }
 
+// `compare SCENARIO PROFILE`: the step's parts against the profile's layer loops and the rest
+// (sums by hand in tests/app/profile_test.cpp); the wrong number of inputs is one error line.
+TEST_F(Cli, CompareAScenarioWithAProfileByStructure) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/profile/";
+  const std::string args = data + "small_step.yaml " + data + "small_step_trace.json.gz";
+  CmdResult r =
+      run(fmt::format("compare {} --csv {} --json {}", args, path("s.csv"), path("s.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("/device:TPU:0 (2 steps): measured step 1.082 ms, predicted"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("layer loop of 4 trips"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured only: loop while.50 (2 trips) 10.00 us"), std::string::npos)
+      << r.out;
+  const std::string csv = slurp(path("s.csv"));
+  EXPECT_EQ(csv.rfind("name,match,trips,measured_s,predicted_s,error_pct\n", 0), 0u) << csv;
+  // quoted: the name holds a comma
+  EXPECT_NE(csv.find("\"layer loop, forward\",both,4,0.00038,"), std::string::npos) << csv;
+  const auto j = nlohmann::json::parse(slurp(path("s.json")));
+  EXPECT_EQ(j["rows"].size(), 6u);
+  EXPECT_EQ(j["layer_trips"], 4);
+  for (const std::string bad :
+       {"compare " + data + "small_step_trace.json.gz", "compare " + args + " --chip v6e"}) {
+    r = run(bad + " --json " + path("no.json"));
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("compare: "), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("no.json")));
+  }
+}
+
 // `calibrate --profile`: the report names what each constant governs; nothing is written without
 // --write, and with it the moved row-step latency lands in a copy of the chip files (the
 // repository's are not touched), its provenance naming the profile.
 TEST_F(Cli, CalibrateOnAProfileReportsAndWritesOnlyWhenAsked) {
   const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
-  const std::string args = fmt::format("calibrate --profile {}profile/gdn_main_path_trace.json.gz "
-                                       "--hlo {}hlo/gdn_main_path",
-                                       data, data);
+  const std::string args = fmt::format(
+      "calibrate --profile {}profile/gdn_main_path_trace.json.gz "
+      "--hlo {}hlo/gdn_main_path",
+      data, data);
   CmdResult r = run(args);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("nothing written without --write"), std::string::npos) << r.out;

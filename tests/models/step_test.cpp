@@ -342,8 +342,7 @@ TEST(Moe, ExpertParallelCollectivesByPath) {
   const int64_t params = load_model("mixtral-8x7b").mlp_params();
   const StepConfig sparse = mixtral_ep(true, 4);
   const double a2a = collective_seconds(
-      sparse.chip,
-      {CollectiveKind::all_to_all, 67'108'864, sparse.axis("expert", 4, false)});
+      sparse.chip, {CollectiveKind::all_to_all, 67'108'864, sparse.axis("expert", 4, false)});
   const CollectiveTime s = layer_collectives(sparse, params, PartKind::attention_layer, 1, 1);
   EXPECT_DOUBLE_EQ(s.exposed_s, 6 * a2a);
   const CollectiveTime dense =

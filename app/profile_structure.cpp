@@ -1,0 +1,222 @@
+#include "app/profile_structure.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "app/report.h"
+#include "app/version.h"
+#include "sim/error.h"
+
+namespace tpusim {
+namespace {
+
+bool is_collective(const ProfileEvent& e) {
+  static const std::regex kCollective(
+      "^(all-gather|reduce-scatter|all-reduce|all-to-all|collective-permute|ragged-all-to-all)");
+  const auto c = e.args.find("hlo_category");
+  return std::regex_search(e.name, kCollective) ||
+         (c != e.args.end() && c->second.find("collective") != std::string::npos);
+}
+
+// A loop's trips per execution: XLA's known_trip_count in the op's HLO text (its long_name) when
+// the profile carries it, else how often the op that starts the loop's first iteration runs in it.
+int64_t trips_of(const std::vector<ProfileEvent>& ops, int loop) {
+  const auto text = ops[loop].args.find("long_name");
+  static const std::regex kTrips(R"re("known_trip_count":\{"n":"(\d+)")re");
+  std::smatch m;
+  if (text != ops[loop].args.end() && std::regex_search(text->second, m, kTrips))
+    return std::stoll(m[1].str());
+  std::string first;
+  int64_t n = 0;
+  for (int i = loop + 1; i < static_cast<int>(ops.size()) && ops[i].start_us < ops[loop].end_us();
+       ++i)
+    if (ops[i].parent == loop) {
+      if (first.empty()) first = ops[i].name;
+      n += ops[i].name == first;
+    }
+  return n;
+}
+
+// The outermost op holding `i` (itself when nothing holds it).
+int outermost(const std::vector<ProfileEvent>& ops, int i) {
+  while (ops[i].parent >= 0) i = ops[i].parent;
+  return i;
+}
+
+struct StepWindow {
+  double from_us, to_us;
+};
+
+// The steps on the Steps line; without one, the whole span of the ops as one step.
+std::vector<StepWindow> step_windows(const ProfileDevice& d) {
+  std::vector<StepWindow> out;
+  for (const ProfileEvent& s : d.steps) out.push_back({s.start_us, s.end_us()});
+  if (out.empty()) {
+    double from = 1e300, to = -1e300;
+    for (const ProfileEvent& e : d.ops)
+      from = std::min(from, e.start_us), to = std::max(to, e.end_us());
+    out.push_back({from, to});
+  }
+  return out;
+}
+
+// The predicted side: per step, the forward and backward layer loops (compute), the layers'
+// exposed collectives, the parts outside the loops and their exposed collectives, the host
+// dispatch.
+struct Predicted {
+  double forward = 0, backward = 0, layer_collectives = 0, outside = 0, outside_collectives = 0,
+         dispatch = 0;
+};
+
+Predicted predicted_parts(const StepPrediction& p) {
+  Predicted out;
+  for (const StepPart& part : p.parts) {
+    const bool layer = part.name == "attention layer" || part.name == "gdn layer";
+    if (part.name == "host dispatch") {
+      out.dispatch += part.count * part.compute_s;
+    } else if (layer) {
+      out.forward += part.count * part.forward_s;
+      out.backward += part.count * part.backward_s;
+      out.layer_collectives += part.count * part.exposed_s;
+    } else {
+      out.outside += part.count * part.compute_s;
+      out.outside_collectives += part.count * part.exposed_s;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StructureComparison compare_structure(const Profile& profile, int device, const StepConfig& c,
+                                      const StepPrediction& p) {
+  const ProfileDevice& d = profile_device(profile, device);
+  if (d.ops.empty()) throw Error(fmt::format("{}: {} has no XLA Ops", profile.path, d.name));
+  StructureComparison out;
+  out.device = d.name;
+  out.layer_trips = c.model.attention_layers() > 0 ? c.model.attention_layers() : c.model.layers;
+  out.predicted_step_s = p.step_time_s;
+  const std::vector<StepWindow> windows = step_windows(d);
+  out.steps = static_cast<int>(windows.size());
+  const double per_step = 1e-6 / out.steps;
+
+  // Per step: the outermost loops in time order; the first and the last of the layer loop's trip
+  // count are its forward and its backward.
+  double forward = 0, backward = 0, loop_collectives = 0, outside = 0, outside_collectives = 0,
+         busy = 0, window_total = 0;
+  std::map<std::string, StructureRow> other_loops;
+  int steps_without_pair = 0;
+  for (const StepWindow& w : windows) {
+    window_total += w.to_us - w.from_us;
+    std::vector<int> layer_loops;
+    for (int i = 0; i < static_cast<int>(d.ops.size()); ++i)
+      if (d.ops[i].parent < 0 && d.ops[i].has_children && d.ops[i].start_us >= w.from_us &&
+          d.ops[i].start_us < w.to_us && trips_of(d.ops, i) == out.layer_trips)
+        layer_loops.push_back(i);
+    const int fwd = layer_loops.size() >= 2 ? layer_loops.front() : -1;
+    const int bwd = layer_loops.size() >= 2 ? layer_loops.back() : -1;
+    if (fwd < 0) ++steps_without_pair;
+    for (int i = 0; i < static_cast<int>(d.ops.size()); ++i) {
+      const ProfileEvent& e = d.ops[i];
+      if (e.has_children || e.start_us < w.from_us || e.start_us >= w.to_us) continue;
+      const double us = e.duration_us;
+      busy += us;
+      const int top = outermost(d.ops, i);
+      const bool collective = is_collective(e);
+      if (top == fwd || top == bwd) {
+        (collective ? loop_collectives : top == fwd ? forward : backward) += us;
+      } else if (top != i && d.ops[top].has_children) {
+        StructureRow& r = other_loops[d.ops[top].name];
+        r.name = "loop " + d.ops[top].name;
+        r.trips = trips_of(d.ops, top);
+        r.measured_s += us * per_step;
+        r.predicted_s = -1;
+      } else {
+        (collective ? outside_collectives : outside) += us;
+      }
+    }
+  }
+  out.measured_step_s = window_total * per_step;
+  const Predicted pr = predicted_parts(p);
+  const int64_t t = out.layer_trips;
+  out.rows = {
+      {"layer loop, forward", t, forward * per_step, pr.forward},
+      {"layer loop, backward (recompute included)", t, backward * per_step, pr.backward},
+      {"collectives in the layer loops (exposed)", 0, loop_collectives * per_step,
+       pr.layer_collectives},
+      {"outside the layer loops (embedding, loss, optimizer)", 0, outside * per_step, pr.outside},
+      {"collectives outside the layer loops", 0, outside_collectives * per_step,
+       pr.outside_collectives},
+      {"device idle between ops (host dispatch)", 0, (window_total - busy) * per_step,
+       pr.dispatch}};
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const auto& a, const auto& b) {
+    return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
+  });
+  for (auto& [_, r] : other_loops) out.measured_only.push_back(r);
+  if (steps_without_pair > 0)
+    out.notes.push_back(fmt::format(
+        "{} of {} steps have no forward and backward loop of {} trips: their ops count as outside "
+        "the layer loops (a profile without loop spans, or scan_layers false)",
+        steps_without_pair, out.steps, t));
+  return out;
+}
+
+std::string structure_text(const StructureComparison& c) {
+  std::string out = fmt::format(
+      "{} ({} steps): measured step {}, predicted {} ({:+.1f}%); layer loop of {} trips\n",
+      c.device, c.steps, format_duration(c.measured_step_s), format_duration(c.predicted_step_s),
+      100 * (c.predicted_step_s - c.measured_step_s) / c.measured_step_s, c.layer_trips);
+  out += "largest differences first (per step):\n";
+  for (const StructureRow& r : c.rows) {
+    const std::string error =
+        r.measured_s > 0 ? fmt::format("{:+7.1f}%", r.error_pct()) : "   (none measured)";
+    out += fmt::format("  {:<52} measured {:>12}  predicted {:>12}  {}  {:5.1f}% of the step\n",
+                       r.name, format_duration(r.measured_s), format_duration(r.predicted_s), error,
+                       100 * r.measured_s / c.measured_step_s);
+    if (r.trips > 0 && r.measured_s > 0)
+      out += fmt::format("  {:<52} measured {:>12}  predicted {:>12}\n", "  per trip",
+                         format_duration(r.measured_s / r.trips),
+                         format_duration(r.predicted_s / r.trips));
+  }
+  for (const StructureRow& r : c.measured_only)
+    out += fmt::format("  measured only: {} ({} trips) {}, {:.1f}% of the step\n", r.name, r.trips,
+                       format_duration(r.measured_s), 100 * r.measured_s / c.measured_step_s);
+  for (const std::string& n : c.notes) out += "  note: " + n + "\n";
+  return out;
+}
+
+std::string structure_csv(const StructureComparison& c) {
+  std::string out = "name,match,trips,measured_s,predicted_s,error_pct\n";
+  for (const StructureRow& r : c.rows)
+    out += fmt::format("{},both,{},{:.9g},{:.9g},{}\n", csv_field(r.name), r.trips, r.measured_s,
+                       r.predicted_s, r.measured_s > 0 ? fmt::format("{:.3f}", r.error_pct()) : "");
+  for (const StructureRow& r : c.measured_only)
+    out += fmt::format("{},measured_only,{},{:.9g},,\n", csv_field(r.name), r.trips, r.measured_s);
+  return out;
+}
+
+nlohmann::json structure_json(const StructureComparison& c) {
+  auto rows = [](const std::vector<StructureRow>& list, bool predicted) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const StructureRow& r : list) {
+      nlohmann::json row = {{"name", r.name}, {"trips", r.trips}, {"measured_s", r.measured_s}};
+      if (predicted) row["predicted_s"] = r.predicted_s;
+      a.push_back(row);
+    }
+    return a;
+  };
+  return {{"tool", tool_json()},
+          {"device", c.device},
+          {"steps", c.steps},
+          {"layer_trips", c.layer_trips},
+          {"measured_step_s", c.measured_step_s},
+          {"predicted_step_s", c.predicted_step_s},
+          {"rows", rows(c.rows, true)},
+          {"measured_only", rows(c.measured_only, false)},
+          {"notes", c.notes}};
+}
+
+}  // namespace tpusim
