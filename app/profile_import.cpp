@@ -33,15 +33,58 @@ std::string text_of(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// Sorts the ops by start, longer first at equal starts, and links each to the innermost op
-// whose span holds it (a while loop's span holds the ops of its iterations).
+// A profile of XLA on the CPU has no device process: the runtime names each executed thunk after
+// its HLO instruction on the host's threads (args hlo_op, hlo_module, device_ordinal, run_id).
+// Those become the ops of /device:CPU:N, each run_id one module execution, and the host's
+// StepTraceAnnotation spans (args step_num) its steps.
+class CpuDevices {
+ public:
+  void add(ProfileEvent e) {
+    if (e.args.count("step_num")) {
+      steps_.push_back(std::move(e));
+      return;
+    }
+    const auto ordinal = e.args.find("device_ordinal");
+    if (ordinal == e.args.end() || !e.args.count("hlo_op")) return;
+    ProfileDevice& d = devices_[ordinal->second];
+    const std::string run = e.args.count("run_id") ? e.args.at("run_id") : "";
+    auto [m, fresh] = runs_[ordinal->second].try_emplace(run, ProfileEvent{});
+    if (fresh)
+      m->second = {
+          e.args.count("hlo_module") ? e.args.at("hlo_module") : "", e.start_us, e.duration_us, {}};
+    const double end = std::max(m->second.end_us(), e.end_us());
+    m->second.start_us = std::min(m->second.start_us, e.start_us);
+    m->second.duration_us = end - m->second.start_us;
+    d.ops.push_back(std::move(e));
+  }
+  void append_to(std::vector<ProfileDevice>& out) {
+    for (auto& [ordinal, d] : devices_) {
+      d.name = "/device:CPU:" + ordinal;
+      d.steps = steps_;
+      for (auto& [_, m] : runs_[ordinal]) d.modules.push_back(std::move(m));
+      std::sort(d.modules.begin(), d.modules.end(),
+                [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+      out.push_back(std::move(d));
+    }
+  }
+
+ private:
+  std::map<std::string, ProfileDevice> devices_;                     // by device_ordinal
+  std::map<std::string, std::map<std::string, ProfileEvent>> runs_;  // ordinal -> run_id -> span
+  std::vector<ProfileEvent> steps_;
+};
+
+// Sorts the ops by start, longer first at equal starts, and links each to the innermost op of
+// its thread whose span holds it (a while loop's span holds the ops of its iterations; XLA's CPU
+// runtime runs independent ops on other threads at the same time).
 void nest(std::vector<ProfileEvent>& ops) {
   std::stable_sort(ops.begin(), ops.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
     return a.start_us != b.start_us ? a.start_us < b.start_us : a.duration_us > b.duration_us;
   });
   constexpr double kSlackUs = 1e-3;  // timestamps are rounded to the nanosecond
-  std::vector<int> open;
+  std::map<int64_t, std::vector<int>> open_by_thread;
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    std::vector<int>& open = open_by_thread[ops[i].thread];
     while (!open.empty() && ops[open.back()].end_us() + kSlackUs < ops[i].end_us()) open.pop_back();
     if (!open.empty()) {
       ops[i].parent = open.back();
@@ -82,17 +125,19 @@ Profile load_profile(const std::string& path) {
       device_of[pid] = p.devices.size();
       p.devices.push_back({name, {}, {}, {}, {}});
     }
-  if (p.devices.empty())
-    throw Error(
-        fmt::format("{}: no TPU device in the trace (no process named /device:TPU:N)", path));
+  CpuDevices cpu;
   for (const auto& e : *events) {
     if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const auto d = device_of.find(e.value("pid", int64_t{0}));
-    if (d == device_of.end()) continue;
-    ProfileDevice& dev = p.devices[d->second];
     ProfileEvent ev{e.value("name", ""), e.value("ts", 0.0), e.value("dur", 0.0), {}};
     if (e.contains("args") && e["args"].is_object())
       for (const auto& [k, v] : e["args"].items()) ev.args[k] = text_of(v);
+    ev.thread = e.value("tid", int64_t{0});
+    const auto d = device_of.find(e.value("pid", int64_t{0}));
+    if (d == device_of.end()) {
+      cpu.add(std::move(ev));
+      continue;
+    }
+    ProfileDevice& dev = p.devices[d->second];
     const auto t = thread_of.find(key(e.value("pid", int64_t{0}), e.value("tid", int64_t{0})));
     const std::string line = t == thread_of.end() ? "" : t->second;
     if (line == "XLA Ops")
@@ -104,6 +149,10 @@ Profile load_profile(const std::string& path) {
     else
       ++dev.other_lines[line.empty() ? "(unnamed)" : line];
   }
+  cpu.append_to(p.devices);
+  if (p.devices.empty())
+    throw Error(fmt::format(
+        "{}: no device in the trace (no process named /device:TPU:N, no XLA CPU op)", path));
   for (ProfileDevice& d : p.devices) nest(d.ops);
   return p;
 }

@@ -15,8 +15,10 @@ struct ProfileEvent {
   std::string name;
   double start_us = 0, duration_us = 0;
   std::map<std::string, std::string> args;  // the event's args as text (long_name, flops, ...)
+  int64_t thread = 0;  // the trace's tid: ops on other threads may run at the same time
   // On the "XLA Ops" line a control-flow op (a while loop) spans the ops it runs: the index of
-  // the innermost op whose span holds this one (-1: none), and whether any op lies inside it.
+  // the innermost op of the same thread whose span holds this one (-1: none), and whether any op
+  // lies inside it.
   int parent = -1;
   bool has_children = false;
   double end_us() const { return start_us + duration_us; }
@@ -30,16 +32,18 @@ struct ProfileDevice {
 
 struct Profile {
   std::string path;
-  std::vector<ProfileDevice> devices;  // the TPU devices, in pid order
+  std::vector<ProfileDevice> devices;  // the TPU devices in pid order, then the CPU ones
 };
 
 // Device `index` of the profile; an Error naming the file when it has no such device.
 const ProfileDevice& profile_device(const Profile& p, int index);
 
 // Reads a Chrome trace-event JSON file, gzip-compressed or not. A file that is not one, or has no
-// TPU device, is an Error naming the file. Each device's ops come sorted by start (the enclosing
-// op first) with their nesting set; a device's op time is that of its leaf ops (an enclosing
-// op's span is its children's time and the gaps between them).
+// device, is an Error naming the file. Devices are the TPU processes and, for a profile of XLA on
+// the CPU (no device process), /device:CPU:N from the host threads' thunks named by HLO op. Each
+// device's ops come sorted by start (the enclosing op first) with their nesting set; a device's op
+// time is that of its leaf ops (an enclosing op's span is its children's time and the gaps between
+// them).
 Profile load_profile(const std::string& path);
 
 // {"tool", "file", "devices": [{"name", "steps", "modules", "ops": [{"name", "count",

@@ -1,6 +1,7 @@
 """`python -m tpusim_jax export MODULE:FUNCTION --arg NAME=SHAPE:DTYPE ... -o program.json` and
 `python -m tpusim_jax compile MODULE:FUNCTION --topology v5e:2x2 --arg ... -o DIR` and
-`python -m tpusim_jax compile-step KEY=VALUE ... -o FILE.json` (MaxText's command line)."""
+`python -m tpusim_jax compile-step KEY=VALUE ... -o FILE.json` (MaxText's command line) and
+`python -m tpusim_jax profile MODULE:FUNCTION --arg ... -o TRACE.json.gz` (jax.profiler's trace)."""
 from __future__ import annotations
 
 import argparse
@@ -89,6 +90,11 @@ def main(argv: list[str]) -> int:
                     help="MaxText keys (`tpusim export maxtext SCENARIO` prints a scenario's)")
     st.add_argument("-o", "--output", required=True, metavar="FILE.json")
     st.add_argument("--hlo", metavar="FILE", help="also write the optimized HLO there")
+    pr = sub.add_parser("profile", help="run MODULE:FUNCTION under jax.profiler on this "
+                                         "machine's device and keep its Perfetto trace")
+    function_args(pr)
+    pr.add_argument("--steps", type=int, default=3, help="profiled calls, one step each")
+    pr.add_argument("-o", "--output", required=True, metavar="TRACE.json.gz")
     args = parser.parse_args(argv)
     if args.command == "compile-step":
         return compile_step_to(args)
@@ -97,6 +103,10 @@ def main(argv: list[str]) -> int:
         fn_args = [parse_arg(a) for a in args.arg]
         if args.command == "compile":
             return compile_to(fn, fn_args, args)
+        if args.command == "profile":
+            from tpusim_jax.profile_capture import capture
+            print(f"wrote {capture(fn, fn_args, args.steps, args.output)}", file=sys.stderr)
+            return 0
         files = export_files(fn, fn_args, args)
     except ExportError as e:
         print(f"tpusim_jax: error: {e}", file=sys.stderr)

@@ -2,9 +2,11 @@
 // jax.profiler's Perfetto form) read and matched per op to the compiled program it ran
 // (tests/data/hlo/gdn_main_path); the sums are by hand from the script's durations.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "app/profile_calibration.h"
 #include "app/profile_compare.h"
@@ -22,6 +24,14 @@ using testing::error_of;
 
 const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/";
 const std::string kTrace = kData + "profile/gdn_main_path_trace.json.gz";
+
+std::string read_gzip(const std::string& path) {
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
+  std::string text;
+  char buffer[1 << 14];
+  for (int n; (n = gzread(f.get(), buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  return text;
+}
 
 TEST(Profile, TheTpuDevicesLinesAreRead) {
   const Profile p = load_profile(kTrace);
@@ -145,7 +155,7 @@ TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
   const std::string host_only = (dir / "tpusim_profile_host_only.json").string();
   std::ofstream(host_only)
       << R"({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}}]})";
-  EXPECT_NE(error_of([&] { load_profile(host_only); }).find("no TPU device"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_profile(host_only); }).find("no device in the trace"), std::string::npos);
   const std::string broken = (dir / "tpusim_profile_broken.json").string();
   std::ofstream(broken) << "{\"traceEvents\": [";
   EXPECT_NE(error_of([&] {
@@ -157,6 +167,48 @@ TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
   const Matched m;
   EXPECT_NE(error_of([&] { compare_profile(m.profile, 3, m.hlo, m.run); }).find("no device 3"),
             std::string::npos);
+}
+
+// A real profile (scripts/make_cpu_profile.sh): jax.profiler on this machine's CPU over MaxText's
+// GDN main path at 2 chunks, three steps. XLA's CPU runtime names each executed thunk after its
+// HLO op on the host's threads, runs independent ones on other threads at the same time, and
+// spans the scan's while loop over its iterations' ops.
+TEST(Profile, ACpuProfileIsReadAsADevice) {
+  const std::string path = kData + "profile/cpu_gdn_main_path.json.gz";
+  const Profile p = load_profile(path);
+  ASSERT_EQ(p.devices.size(), 1u);
+  const ProfileDevice& d = p.devices[0];
+  EXPECT_EQ(d.name, "/device:CPU:0");
+  EXPECT_EQ(d.steps.size(), 3u);    // the StepTraceAnnotation spans
+  ASSERT_EQ(d.modules.size(), 3u);  // one per run_id
+  for (const ProfileEvent& m : d.modules) EXPECT_EQ(m.name, "jit_main_path");
+  // Independently of the nesting: the raw file's thunks named by HLO op, the while loops set
+  // apart (their spans are their iterations' ops and the gaps between them).
+  double leaf_us = 0;
+  size_t thunks = 0, loops = 0;
+  const nlohmann::json raw = nlohmann::json::parse(read_gzip(path));
+  for (const auto& e : raw["traceEvents"]) {
+    if (!e.contains("args") || !e["args"].contains("hlo_op")) continue;
+    ++thunks;
+    if (e["name"].get<std::string>().rfind("while.", 0) == 0)
+      ++loops;
+    else
+      leaf_us += e["dur"].get<double>();
+  }
+  EXPECT_EQ(d.ops.size(), thunks);
+  EXPECT_EQ(loops, 3u);
+  double table_us = 0;
+  const nlohmann::json summary = profile_summary_json(p);
+  for (const auto& op : summary["devices"][0]["ops"])
+    table_us += op["total_us"].get<double>();
+  EXPECT_NEAR(table_us, leaf_us, 1e-6 * leaf_us);  // the op table's total is the ops' time
+  for (const ProfileEvent& e : d.ops)
+    if (e.parent >= 0) EXPECT_EQ(d.ops[e.parent].name, "while.1") << e.name;
+  // Each module runs inside its step.
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_GE(d.modules[i].start_us, d.steps[i].start_us);
+    EXPECT_LE(d.modules[i].end_us(), d.steps[i].end_us());
+  }
 }
 
 // A training step of the 4-layer test model (tests/data/profile/small_step_trace.json.gz): per step

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `python -m tpusim_jax profile` captures a jax.profiler trace on this machine's CPU over
+# MaxText's GDN main path, and `tpusim import profile` reads it as it reads the committed one
+# (tests/data/profile/cpu_gdn_main_path.json.gz): the CPU device, one step and one module per
+# call, the scan's while loop holding its iterations' ops.
+# Usage: profile_capture.sh TPUSIM SOURCE_DIR
+source "$(dirname "$0")/lib.sh" "$@"
+cd "$src/python"
+shape=1x256x2x128
+$py -m tpusim_jax profile examples/maxtext_gdn.py:main_path --arg q=$shape:bf16 \
+  --arg k=$shape:bf16 --arg v=$shape:bf16 --arg g=1x256x2:f32 --arg beta=1x256x2:bf16 \
+  --steps 2 -o "$dir/trace.json.gz" >"$dir/log" 2>"$dir/err"
+"$tpusim" import profile "$dir/trace.json.gz" --json "$dir/summary.json" >"$dir/log" 2>"$dir/err"
+grep -q "^/device:CPU:0: 2 steps, 2 modules, " "$dir/log"
+$py - "$dir/summary.json" <<'PY'
+import json, sys
+ops = {o["name"]: o for o in json.load(open(sys.argv[1]))["devices"][0]["ops"]}
+assert ops["while.1"]["holds_ops"] and ops["while.1"]["total_us"] == 0, ops["while.1"]
+assert ops["triangular_solve.0"]["count"] == 2, ops["triangular_solve.0"]
+PY
+echo "profile_capture: ok"
