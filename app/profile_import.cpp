@@ -13,8 +13,45 @@
 namespace tpusim {
 namespace {
 
+bool ends_with_any(const std::string& s, std::initializer_list<const char*> suffixes) {
+  for (const char* x : suffixes)
+    if (s.ends_with(x)) return true;
+  return false;
+}
+
+std::string xplane_error(const std::string& path) {
+  return fmt::format(
+      "{}: XProf's own format: convert it with `python -m tpusim_jax xplane-to-trace {} -o "
+      "trace.json.gz` (the JAX bridge, scripts/setup.sh) and import the trace",
+      path, path);
+}
+
+// A profile directory as jax.profiler writes it (plugins/profile/RUN/): its one Chrome trace
+// (perfetto_trace.json.gz or HOST.trace.json.gz; the first when a run has both, they hold the
+// same events), else what to do with its .xplane.pb.
+std::string trace_in(const std::string& dir) {
+  std::vector<std::string> perfetto, other, xplane;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string p = f.path().string();
+    if (p.ends_with("perfetto_trace.json.gz"))
+      perfetto.push_back(p);
+    else if (ends_with_any(p, {".trace.json.gz", ".trace.json"}))
+      other.push_back(p);
+    else if (p.ends_with(".xplane.pb"))
+      xplane.push_back(p);
+  }
+  const std::vector<std::string>& found = !perfetto.empty() ? perfetto : other;
+  if (found.size() == 1) return found[0];
+  if (found.size() > 1)
+    throw Error(
+        fmt::format("{}: holds {} traces ({}, ...): name one", dir, found.size(), found[0]));
+  if (!xplane.empty()) throw Error(xplane_error(xplane[0]));
+  throw Error(fmt::format("{}: no profile in it (no *.trace.json.gz, no .xplane.pb)", dir));
+}
+
 // The whole file, inflated when it is gzip-compressed (zlib's gzread reads plain files as is).
 std::string read_maybe_gzipped(const std::string& path) {
+  if (path.ends_with(".xplane.pb")) throw Error(xplane_error(path));
   if (!std::filesystem::is_regular_file(path))
     throw Error(
         fmt::format("{}: not a profile file (a Chrome trace JSON, .json or .json.gz)", path));
@@ -96,7 +133,8 @@ void nest(std::vector<ProfileEvent>& ops) {
 
 }  // namespace
 
-Profile load_profile(const std::string& path) {
+Profile load_profile(const std::string& given) {
+  const std::string path = std::filesystem::is_directory(given) ? trace_in(given) : given;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_maybe_gzipped(path));

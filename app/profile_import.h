@@ -38,13 +38,15 @@ struct Profile {
 // Device `index` of the profile; an Error naming the file when it has no such device.
 const ProfileDevice& profile_device(const Profile& p, int index);
 
-// Reads a Chrome trace-event JSON file, gzip-compressed or not. A file that is not one, or has no
+// Reads a Chrome trace-event JSON file, gzip-compressed or not, or the one trace in a profile
+// directory (jax.profiler's plugins/profile/RUN/); an .xplane.pb is an Error saying how the
+// bridge converts it. A file that is not one, or has no
 // device, is an Error naming the file. Devices are the TPU processes and, for a profile of XLA on
 // the CPU (no device process), /device:CPU:N from the host threads' thunks named by HLO op. Each
 // device's ops come sorted by start (the enclosing op first) with their nesting set; a device's op
 // time is that of its leaf ops (an enclosing op's span is its children's time and the gaps between
 // them).
-Profile load_profile(const std::string& path);
+Profile load_profile(const std::string& path_or_directory);
 
 // {"tool", "file", "devices": [{"name", "steps", "modules", "ops": [{"name", "count",
 // "total_us", "category", "holds_ops"}], "other_lines"}]}: per device each op name once, with its

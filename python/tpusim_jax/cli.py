@@ -1,7 +1,8 @@
 """`python -m tpusim_jax export MODULE:FUNCTION --arg NAME=SHAPE:DTYPE ... -o program.json` and
 `python -m tpusim_jax compile MODULE:FUNCTION --topology v5e:2x2 --arg ... -o DIR` and
 `python -m tpusim_jax compile-step KEY=VALUE ... -o FILE.json` (MaxText's command line) and
-`python -m tpusim_jax profile MODULE:FUNCTION --arg ... -o TRACE.json.gz` (jax.profiler's trace)."""
+`python -m tpusim_jax profile MODULE:FUNCTION --arg ... -o TRACE.json.gz` (jax.profiler's trace)
+and `python -m tpusim_jax xplane-to-trace PROFILE.xplane.pb -o TRACE.json.gz`."""
 from __future__ import annotations
 
 import argparse
@@ -95,7 +96,21 @@ def main(argv: list[str]) -> int:
     function_args(pr)
     pr.add_argument("--steps", type=int, default=3, help="profiled calls, one step each")
     pr.add_argument("-o", "--output", required=True, metavar="TRACE.json.gz")
+    pr.add_argument("--xplane", metavar="FILE.xplane.pb",
+                    help="also keep XProf's own profile of the same run")
+    xp = sub.add_parser("xplane-to-trace", help="rewrite XProf's .xplane.pb as the Chrome "
+                                                 "trace JSON `tpusim import profile` reads")
+    xp.add_argument("xplane", metavar="PROFILE.xplane.pb")
+    xp.add_argument("-o", "--output", required=True, metavar="TRACE.json.gz")
     args = parser.parse_args(argv)
+    if args.command == "xplane-to-trace":
+        from tpusim_jax.xplane import write_trace
+        try:
+            print(f"wrote {write_trace(args.xplane, args.output)}", file=sys.stderr)
+        except ExportError as e:
+            print(f"tpusim_jax: error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.command == "compile-step":
         return compile_step_to(args)
     try:
@@ -105,7 +120,8 @@ def main(argv: list[str]) -> int:
             return compile_to(fn, fn_args, args)
         if args.command == "profile":
             from tpusim_jax.profile_capture import capture
-            print(f"wrote {capture(fn, fn_args, args.steps, args.output)}", file=sys.stderr)
+            print(f"wrote {capture(fn, fn_args, args.steps, args.output, args.xplane)}",
+                  file=sys.stderr)
             return 0
         files = export_files(fn, fn_args, args)
     except ExportError as e:

@@ -23,8 +23,9 @@ def random_inputs(fn_args, seed: int = 0):
             for _, a in fn_args]
 
 
-def capture(fn, fn_args, steps: int, output: str) -> str:
-    """Warms `fn` up (compile), then profiles `steps` calls; writes the trace to `output`."""
+def capture(fn, fn_args, steps: int, output: str, xplane: str | None = None) -> str:
+    """Warms `fn` up (compile), then profiles `steps` calls; writes the trace to `output` (and
+    XProf's own .xplane.pb of the same run to `xplane`)."""
     jitted = jax.jit(fn)
     inputs = random_inputs(fn_args)
     jax.block_until_ready(jitted(*inputs))
@@ -37,5 +38,8 @@ def capture(fn, fn_args, steps: int, output: str) -> str:
         if len(traces) != 1:
             raise RuntimeError(f"jax.profiler wrote {len(traces)} Perfetto traces, expected 1")
         shutil.copyfile(traces[0], output + ".tmp")
+        if xplane:
+            (space,) = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)
+            shutil.copyfile(space, xplane)
     os.replace(output + ".tmp", output)
     return output

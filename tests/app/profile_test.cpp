@@ -155,14 +155,19 @@ TEST(Profile, WhatIsNotATpuTraceIsOneErrorNamingTheFile) {
   const std::string host_only = (dir / "tpusim_profile_host_only.json").string();
   std::ofstream(host_only)
       << R"({"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}}]})";
-  EXPECT_NE(error_of([&] { load_profile(host_only); }).find("no device in the trace"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_profile(host_only); }).find("no device in the trace"),
+            std::string::npos);
   const std::string broken = (dir / "tpusim_profile_broken.json").string();
   std::ofstream(broken) << "{\"traceEvents\": [";
   EXPECT_NE(error_of([&] {
               load_profile(broken);
             }).find("tpusim_profile_broken.json: not a Chrome trace JSON"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { load_profile(kData + "profile"); }).find("not a profile file"),
+  EXPECT_NE(error_of([&] { load_profile(kData + "hlo"); }).find("no profile in it"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              load_profile(kData + "profile/run.xplane.pb");
+            }).find("python -m tpusim_jax xplane-to-trace"),
             std::string::npos);
   const Matched m;
   EXPECT_NE(error_of([&] { compare_profile(m.profile, 3, m.hlo, m.run); }).find("no device 3"),
@@ -199,8 +204,7 @@ TEST(Profile, ACpuProfileIsReadAsADevice) {
   EXPECT_EQ(loops, 3u);
   double table_us = 0;
   const nlohmann::json summary = profile_summary_json(p);
-  for (const auto& op : summary["devices"][0]["ops"])
-    table_us += op["total_us"].get<double>();
+  for (const auto& op : summary["devices"][0]["ops"]) table_us += op["total_us"].get<double>();
   EXPECT_NEAR(table_us, leaf_us, 1e-6 * leaf_us);  // the op table's total is the ops' time
   for (const ProfileEvent& e : d.ops)
     if (e.parent >= 0) EXPECT_EQ(d.ops[e.parent].name, "while.1") << e.name;
@@ -209,6 +213,23 @@ TEST(Profile, ACpuProfileIsReadAsADevice) {
     EXPECT_GE(d.modules[i].start_us, d.steps[i].start_us);
     EXPECT_LE(d.modules[i].end_us(), d.steps[i].end_us());
   }
+}
+
+// A profile directory as jax.profiler writes it: its one trace is read; two runs are one error.
+TEST(Profile, AProfileDirectoryHoldsOneTrace) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "tpusim_profile_dir_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "plugins/profile/run1");
+  fs::copy_file(kData + "profile/cpu_gdn_main_path.json.gz",
+                dir / "plugins/profile/run1/perfetto_trace.json.gz");
+  std::ofstream(dir / "plugins/profile/run1/host.xplane.pb") << "not read";
+  EXPECT_EQ(load_profile(dir.string()).devices.at(0).name, "/device:CPU:0");
+  fs::create_directories(dir / "plugins/profile/run2");
+  fs::copy_file(kTrace, dir / "plugins/profile/run2/perfetto_trace.json.gz");
+  EXPECT_NE(error_of([&] { load_profile(dir.string()); }).find("holds 2 traces"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 // A training step of the 4-layer test model (tests/data/profile/small_step_trace.json.gz): per step
