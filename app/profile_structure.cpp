@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <regex>
 
@@ -89,6 +90,42 @@ Predicted predicted_parts(const StepPrediction& p) {
   return out;
 }
 
+// One step's ops sorted into the rows: the step's two layer loops (indices into the ops, -1 when
+// the step has no such pair) and each leaf op's row.
+enum class Row { forward, backward, loop_collectives, outside, outside_collectives, other_loop };
+
+struct StepOps {
+  int forward = -1, backward = -1;
+  std::vector<std::pair<int, Row>> leaves;  // (op, its row)
+};
+
+StepOps classify(const std::vector<ProfileEvent>& ops, const StepWindow& w, int64_t trips) {
+  StepOps out;
+  std::vector<int> layer_loops;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+    if (ops[i].parent < 0 && ops[i].has_children && ops[i].start_us >= w.from_us &&
+        ops[i].start_us < w.to_us && trips_of(ops, i) == trips)
+      layer_loops.push_back(i);
+  if (layer_loops.size() >= 2) out.forward = layer_loops.front(), out.backward = layer_loops.back();
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const ProfileEvent& e = ops[i];
+    if (e.has_children || e.start_us < w.from_us || e.start_us >= w.to_us) continue;
+    const int top = outermost(ops, i);
+    const bool collective = is_collective(e);
+    Row row = collective ? Row::outside_collectives : Row::outside;
+    if (top == out.forward || top == out.backward)
+      row = collective ? Row::loop_collectives : top == out.forward ? Row::forward : Row::backward;
+    else if (top != i)
+      row = Row::other_loop;
+    out.leaves.emplace_back(i, row);
+  }
+  return out;
+}
+
+int64_t layer_trips(const StepConfig& c) {
+  return c.model.attention_layers() > 0 ? c.model.attention_layers() : c.model.layers;
+}
+
 }  // namespace
 
 StructureComparison compare_structure(const Profile& profile, int device, const StepConfig& c,
@@ -97,58 +134,43 @@ StructureComparison compare_structure(const Profile& profile, int device, const 
   if (d.ops.empty()) throw Error(fmt::format("{}: {} has no XLA Ops", profile.path, d.name));
   StructureComparison out;
   out.device = d.name;
-  out.layer_trips = c.model.attention_layers() > 0 ? c.model.attention_layers() : c.model.layers;
+  out.layer_trips = layer_trips(c);
   out.predicted_step_s = p.step_time_s;
   const std::vector<StepWindow> windows = step_windows(d);
   out.steps = static_cast<int>(windows.size());
   const double per_step = 1e-6 / out.steps;
-
-  // Per step: the outermost loops in time order; the first and the last of the layer loop's trip
-  // count are its forward and its backward.
-  double forward = 0, backward = 0, loop_collectives = 0, outside = 0, outside_collectives = 0,
-         busy = 0, window_total = 0;
+  std::array<double, 6> us{};  // by Row
+  double busy = 0, window_total = 0;
   std::map<std::string, StructureRow> other_loops;
   int steps_without_pair = 0;
   for (const StepWindow& w : windows) {
     window_total += w.to_us - w.from_us;
-    std::vector<int> layer_loops;
-    for (int i = 0; i < static_cast<int>(d.ops.size()); ++i)
-      if (d.ops[i].parent < 0 && d.ops[i].has_children && d.ops[i].start_us >= w.from_us &&
-          d.ops[i].start_us < w.to_us && trips_of(d.ops, i) == out.layer_trips)
-        layer_loops.push_back(i);
-    const int fwd = layer_loops.size() >= 2 ? layer_loops.front() : -1;
-    const int bwd = layer_loops.size() >= 2 ? layer_loops.back() : -1;
-    if (fwd < 0) ++steps_without_pair;
-    for (int i = 0; i < static_cast<int>(d.ops.size()); ++i) {
-      const ProfileEvent& e = d.ops[i];
-      if (e.has_children || e.start_us < w.from_us || e.start_us >= w.to_us) continue;
-      const double us = e.duration_us;
-      busy += us;
+    const StepOps step = classify(d.ops, w, out.layer_trips);
+    if (step.forward < 0) ++steps_without_pair;
+    for (const auto& [i, row] : step.leaves) {
+      busy += d.ops[i].duration_us;
+      us[static_cast<int>(row)] += d.ops[i].duration_us;
+      if (row != Row::other_loop) continue;
       const int top = outermost(d.ops, i);
-      const bool collective = is_collective(e);
-      if (top == fwd || top == bwd) {
-        (collective ? loop_collectives : top == fwd ? forward : backward) += us;
-      } else if (top != i && d.ops[top].has_children) {
-        StructureRow& r = other_loops[d.ops[top].name];
-        r.name = "loop " + d.ops[top].name;
-        r.trips = trips_of(d.ops, top);
-        r.measured_s += us * per_step;
-        r.predicted_s = -1;
-      } else {
-        (collective ? outside_collectives : outside) += us;
-      }
+      StructureRow& r = other_loops[d.ops[top].name];
+      r.name = "loop " + d.ops[top].name;
+      r.trips = trips_of(d.ops, top);
+      r.measured_s += d.ops[i].duration_us * per_step;
+      r.predicted_s = -1;
     }
   }
   out.measured_step_s = window_total * per_step;
   const Predicted pr = predicted_parts(p);
   const int64_t t = out.layer_trips;
+  auto measured = [&](Row r) { return us[static_cast<int>(r)] * per_step; };
   out.rows = {
-      {"layer loop, forward", t, forward * per_step, pr.forward},
-      {"layer loop, backward (recompute included)", t, backward * per_step, pr.backward},
-      {"collectives in the layer loops (exposed)", 0, loop_collectives * per_step,
+      {"layer loop, forward", t, measured(Row::forward), pr.forward},
+      {"layer loop, backward (recompute included)", t, measured(Row::backward), pr.backward},
+      {"collectives in the layer loops (exposed)", 0, measured(Row::loop_collectives),
        pr.layer_collectives},
-      {"outside the layer loops (embedding, loss, optimizer)", 0, outside * per_step, pr.outside},
-      {"collectives outside the layer loops", 0, outside_collectives * per_step,
+      {"outside the layer loops (embedding, loss, optimizer)", 0, measured(Row::outside),
+       pr.outside},
+      {"collectives outside the layer loops", 0, measured(Row::outside_collectives),
        pr.outside_collectives},
       {"device idle between ops (host dispatch)", 0, (window_total - busy) * per_step,
        pr.dispatch}};
@@ -162,6 +184,46 @@ StructureComparison compare_structure(const Profile& profile, int device, const 
         "the layer loops (a profile without loop spans, or scan_layers false)",
         steps_without_pair, out.steps, t));
   return out;
+}
+
+std::vector<TraceSpan> measured_step_spans(const Profile& profile, int device,
+                                           const StructureComparison& c) {
+  const ProfileDevice& d = profile_device(profile, device);
+  std::vector<TraceSpan> spans;
+  if (d.ops.empty()) return spans;
+  const StepWindow w = step_windows(d).front();
+  const StepOps step = classify(d.ops, w, c.layer_trips);
+  auto row = [&](const char* prefix) {
+    for (const StructureRow& r : c.rows)
+      if (r.name.starts_with(prefix)) return r;
+    return StructureRow{};
+  };
+  auto loop = [&](int i, const char* row_name, const char* pass) {
+    if (i < 0) return;
+    const StructureRow r = row(row_name);
+    spans.push_back({"",
+                     fmt::format("{}: measured {} per trip, predicted {} ({:+.1f}%)", row_name,
+                                 format_duration(r.measured_s / r.trips),
+                                 format_duration(r.predicted_s / r.trips), r.error_pct()),
+                     (d.ops[i].start_us - w.from_us) * 1e-6, d.ops[i].duration_us * 1e-6,
+                     "measured loop", pass});
+  };
+  loop(step.forward, "layer loop, forward", "fwd");
+  loop(step.backward, "layer loop, backward", "bwd");
+  for (int i = 0; i < static_cast<int>(d.ops.size()); ++i) {
+    const ProfileEvent& e = d.ops[i];
+    if (e.parent >= 0 || i == step.forward || i == step.backward || e.start_us < w.from_us ||
+        e.start_us >= w.to_us)
+      continue;
+    const char* lane = e.has_children     ? "measured: other loops"
+                       : is_collective(e) ? "measured: collectives"
+                                          : "measured: outside loops";
+    spans.push_back({"", fmt::format("{} ({})", e.name, format_duration(e.duration_us * 1e-6)),
+                     (e.start_us - w.from_us) * 1e-6, e.duration_us * 1e-6, lane, ""});
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const TraceSpan& a, const TraceSpan& b) { return a.start_s < b.start_s; });
+  return spans;
 }
 
 std::string structure_text(const StructureComparison& c) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/chrome_trace.h"
 #include "app/profile_import.h"
 #include "models/workload/step.h"
 
@@ -40,6 +41,13 @@ struct StructureComparison {
 // Throws Error when `device` is not in the profile or the profile has no op.
 StructureComparison compare_structure(const Profile& profile, int device, const StepConfig& c,
                                       const StepPrediction& p);
+
+// The profile's first step as spans from its start (the GUI draws them under the predicted
+// step): the forward and backward layer loops (part "measured loop", pass fwd and bwd, named with
+// their measured and predicted time per trip), then each other top-level op in a lane by its kind
+// (part "measured: outside loops", "measured: collectives", "measured: other loops").
+std::vector<TraceSpan> measured_step_spans(const Profile& profile, int device,
+                                           const StructureComparison& c);
 
 std::string structure_text(const StructureComparison& c);
 std::string structure_csv(const StructureComparison& c);

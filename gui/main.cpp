@@ -117,6 +117,17 @@ std::optional<int> check_compared(const gui::WindowOptions& w, const std::string
   return std::nullopt;
 }
 
+// --profile without --hlo: the measured profile of the scenario's step; its device must exist.
+std::optional<int> step_profile(gui::WindowOptions& w, const MeasuredFlags& f) {
+  if (f.profile.empty() || !f.hlo.empty()) return std::nullopt;
+  if (w.scenario.empty()) return fail("--profile: needs --hlo DIR or a scenario file");
+  if (auto stop = named("--profile", [&] { profile_device(load_profile(f.profile), f.device); }))
+    return stop;
+  w.step_profile = f.profile;
+  w.step_device = f.device;
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,9 +152,11 @@ int main(int argc, char** argv) {
                  "a compiled program (python -m tpusim_jax compile DIR, or an HLO text file) "
                  "shown as the kernel");
   app.add_option("--profile", measured.profile,
-                 "the profile measured running the --hlo program (Perfetto trace JSON, .gz or "
-                 "not): its ops drawn under the simulated ones, per-op table in the totals");
-  app.add_option("--device", measured.device, "which TPU device of the profile (default 0)");
+                 "a measured profile (Perfetto trace JSON, .gz or not, or a profile directory): "
+                 "of the --hlo program, its ops drawn under the simulated ones with a per-op "
+                 "table; of the scenario's step, its first step under the predicted one with "
+                 "the table by layer loops");
+  app.add_option("--device", measured.device, "which device of the profile (default 0)");
   SimFlags sim_flags;
   add_sim_flags(app, sim_flags,
                 "draw every grid step (by default spans that repeat the steps before them are "
@@ -170,6 +183,7 @@ int main(int argc, char** argv) {
     if (!compare.empty())
       if (auto stop = named("--compare", [&] { catalog_index(compare); })) return *stop;
     if (auto stop = check_compared(w, compare)) return *stop;
+    if (auto stop = step_profile(w, measured)) return *stop;
     w.knobs.main = gui::switch_kernel(shown, {});
     knobs.apply(w.knobs.main.entry(), w.knobs.main.knobs);
     if (!compare.empty()) {

@@ -11,6 +11,7 @@
 #include "app/hlo_import.h"
 #include "app/profile_compare.h"
 #include "app/profile_import.h"
+#include "app/profile_structure.h"
 #include "app/step_report.h"
 #include "gui/timeline_view.h"
 #include "kernels/catalog.h"
@@ -80,14 +81,20 @@ struct Outcome {
   // step's ops on the run's time axis.
   std::optional<ProfileComparison> comparison;
   std::vector<MeasuredSpan> measured;
+  // A measured profile of the scenario's step against it by structure (app/profile_structure.h),
+  // and the profile's first step as spans under the predicted ones.
+  std::optional<StructureComparison> structure;
+  std::vector<TraceSpan> measured_step;
   double peak_flops = 0;
   bool scenario = false;  // from the scenario file (the training-step panel), not the knobs
 };
 
 Outcome simulate_knobs(const Knobs& k);
 // `build`: the build to run the scenario's GDN layers in (none: the file's own); `compare`: a
-// second scenario file to predict beside it ("": none).
+// second scenario file to predict beside it ("": none); `profile`: a measured profile of the
+// step ("": none) and its device.
 Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build,
-                          const std::string& compare = "");
+                          const std::string& compare = "", const std::string& profile = "",
+                          int device = 0);
 
 }  // namespace tpusim::gui

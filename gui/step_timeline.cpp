@@ -84,7 +84,7 @@ void span_tooltip(const TraceSpan& s) {
   ImGui::TextUnformatted(s.name.c_str());
   ImGui::Text("%.3f .. %.3f ms (%.3f ms)", s.start_s * 1e3, (s.start_s + s.duration_s) * 1e3,
               s.duration_s * 1e3);
-  if (!s.part.empty() && s.track != kExposedTrack)
+  if (!s.part.empty() && s.track != kExposedTrack && !s.part.starts_with("measured"))
     ImGui::TextUnformatted("click: its kernels below (one layer of the kind, as simulated)");
   else if (s.track == kExposedTrack)
     ImGui::TextUnformatted("collectives are costed analytically, not simulated kernel by kernel");
@@ -100,7 +100,7 @@ std::string step_lane(const TraceSpan& s) {
   if (s.pass == "fwd") return s.part + " forward";
   if (s.pass == "remat") return s.part + " recompute";
   if (s.pass == "bwd") return s.part + " backward";
-  return s.name;
+  return s.part.empty() ? s.name : s.part;  // a measured profile's lanes are named by their part
 }
 
 std::vector<std::string> step_lanes(const std::vector<TraceSpan>& spans) {

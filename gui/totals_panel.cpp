@@ -171,6 +171,39 @@ void measured_table(const ProfileComparison& c) {
   ImGui::TreePop();
 }
 
+// A measured profile against the step by structure (app/profile_structure.h), as `tpusim compare
+// SCENARIO PROFILE` prints it.
+void structure_table(const StructureComparison& c) {
+  ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);
+  if (!ImGui::TreeNode("measured step", "measured (%s, %d steps): step %.3f ms, predicted %.3f ms",
+                       c.device.c_str(), c.steps, c.measured_step_s * 1e3,
+                       c.predicted_step_s * 1e3))
+    return;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("structure", 4, flags)) {
+    for (const char* h : {"per step", "measured ms", "predicted ms", "error"})
+      ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    auto row = [](const StructureRow& r) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(r.name.c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.3f", r.measured_s * 1e3);
+      ImGui::TableNextColumn();
+      if (r.predicted_s >= 0) ImGui::Text("%.3f", r.predicted_s * 1e3);
+      ImGui::TableNextColumn();
+      if (r.predicted_s >= 0 && r.measured_s > 0) ImGui::Text("%+.1f%%", r.error_pct());
+    };
+    for (const StructureRow& r : c.rows) row(r);
+    for (const StructureRow& r : c.measured_only) row(r);
+    ImGui::EndTable();
+  }
+  for (const std::string& n : c.notes) ImGui::TextWrapped("note: %s", n.c_str());
+  ImGui::TreePop();
+}
+
 void step_totals(const Outcome& o) {
   const StepPrediction& s = *o.step;
   ImGui::Text("%s: step %.4f s, %.1f tokens/s/chip, %.1f TFLOP/s/chip, MFU %.1f%%", o.what.c_str(),
@@ -205,6 +238,7 @@ void step_totals(const Outcome& o) {
     ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);
     difference_table(step_part_difference(s, c), "per part (first, compared, difference)", "part");
   }
+  if (o.structure) structure_table(*o.structure);
   batch_table(o);
   ImGui::EndTable();
 }

@@ -165,9 +165,9 @@ struct Session {
     show(View::kernel);
   }
   void submit_step() {
-    worker.submit(Worker::scenario, [f = o.scenario, b = o.step_build, c = o.compare_scenario] {
-      return simulate_scenario(f, b, c);
-    });
+    worker.submit(Worker::scenario,
+                  [f = o.scenario, b = o.step_build, c = o.compare_scenario, p = o.step_profile,
+                   d = o.step_device] { return simulate_scenario(f, b, c, p, d); });
     show(View::step);
   }
   // Takes a finished simulation; returns true if there was one.
@@ -178,6 +178,8 @@ struct Session {
       step_shown = std::move(*result);
       step_tl = {};
       if (step_shown.compare_step) step_tl.fit_s = step_shown.compare_step->step_time_s;
+      for (const TraceSpan& m : step_shown.measured_step)
+        step_tl.fit_s = std::max(step_tl.fit_s, m.start_s + m.duration_s);
       layer_tl = {};
       if (headless && step_shown.step)
         std::fprintf(stderr,
@@ -190,6 +192,11 @@ struct Session {
       if (headless && step_shown.compare_step)
         std::fprintf(stderr, "compared step: %s %.4f s\n", step_shown.compare_what.c_str(),
                      step_shown.compare_step->step_time_s);
+      if (headless && step_shown.structure)
+        std::fprintf(stderr, "measured step: %s %.4f ms against %.4f ms predicted, %zu spans\n",
+                     step_shown.structure->device.c_str(),
+                     step_shown.structure->measured_step_s * 1e3,
+                     step_shown.structure->predicted_step_s * 1e3, step_shown.measured_step.size());
     } else {
       shown = std::move(*result);
       if (headless && shown.run) {
@@ -258,6 +265,15 @@ struct Session {
       c.selected = -1;
       draw_step_timeline(step_shown.compare_spans, c);
       step_tl.from_s = c.from_s, step_tl.to_s = c.to_s;
+    }
+    if (step_shown.structure) {  // the profile's first step on the same window
+      ImGui::Text("measured: %s, step %.4f ms (the profile's mean; hover a loop for its error)",
+                  step_shown.structure->device.c_str(),
+                  step_shown.structure->measured_step_s * 1e3);
+      StepTimelineState m = step_tl;
+      m.selected = -1;
+      draw_step_timeline(step_shown.measured_step, m);
+      step_tl.from_s = m.from_s, step_tl.to_s = m.to_s;
     }
     const Shown& layers = *step_shown.layers;
     const double clock = layers.run.clock_hz;

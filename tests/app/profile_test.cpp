@@ -297,6 +297,29 @@ TEST(ProfileStructure, AScenarioStepMatchesTheProfileByLoopsAndTheRest) {
               std::abs(c.rows[i].predicted_s - c.rows[i].measured_s));
 }
 
+// The first step as the GUI draws it under the predicted one: the two loops where they ran (after
+// the embedding 50 us, the all-gather 5 us and 1 us gaps), the other top-level ops in their lanes.
+TEST(ProfileStructure, TheFirstStepsSpansStartAtTheStep) {
+  const Scenario sc = load_scenario(kData + "profile/small_step.yaml");
+  const Profile profile = load_profile(kStepTrace);
+  const StructureComparison c = compare_structure(profile, 0, sc.step, predict_step(sc.step));
+  const std::vector<TraceSpan> spans = measured_step_spans(profile, 0, c);
+  ASSERT_EQ(spans.size(), 7u);
+  EXPECT_EQ(spans[0].part, "measured: outside loops");
+  EXPECT_DOUBLE_EQ(spans[0].start_s, 0);
+  EXPECT_EQ(spans[1].part, "measured: collectives");
+  EXPECT_EQ(spans[2].part, "measured loop");
+  EXPECT_EQ(spans[2].pass, "fwd");
+  EXPECT_NEAR(spans[2].start_s, 57e-6, 1e-12);
+  EXPECT_NEAR(spans[2].duration_s, 4 * 97e-6, 1e-12);
+  EXPECT_EQ(spans[2].name.rfind("layer loop, forward: measured 95.00 us per trip, predicted", 0),
+            0u)
+      << spans[2].name;
+  EXPECT_EQ(spans[3].pass, "bwd");
+  EXPECT_EQ(spans[5].part, "measured: other loops");
+  EXPECT_EQ(spans[5].name, "while.50 (10.00 us)");
+}
+
 // A profile without loop spans (the per-op test trace) cannot be split into layer loops: its ops
 // count as outside them, and the report says why.
 TEST(ProfileStructure, WithoutLoopSpansTheStepIsOneBlockAndSaysSo) {

@@ -638,6 +638,34 @@ TEST(Gui, AMeasuredProfileIsDrawnUnderTheSimulatedProgram) {
       << bad.log;
 }
 
+// A measured profile of a scenario's step: its first step's layer loops drawn under the predicted
+// step on the same axis (the forward loop blue at 57-445 us, the backward green after it), the
+// table by structure in the totals; a profile without a scenario or --hlo, or a device it lacks,
+// is one error line.
+TEST(Gui, AMeasuredStepIsDrawnUnderThePredictedOne) {
+  const std::string data = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/profile/";
+  const std::string args = data + "small_step.yaml --profile " + data + "small_step_trace.json.gz";
+  int status = -1;
+  const Png p = screenshot(args, &status);
+  ASSERT_EQ(status, 0) << p.log;
+  EXPECT_NE(p.log.find("measured step: /device:TPU:0 1.0820 ms against"), std::string::npos)
+      << p.log;
+  EXPECT_NE(p.log.find(", 7 spans"), std::string::npos) << p.log;
+  const int blue =
+      count_pixels(p, 188, 600, 232, 616, [](int r, int, int b) { return b > 150 && r < 120; });
+  const int green = count_pixels(p, 226, 618, 288, 634,
+                                 [](int r, int g, int b) { return g > 130 && r < 110 && b < 130; });
+  EXPECT_GT(blue, 300);
+  EXPECT_GT(green, 500);
+  const Png alone = screenshot("--profile " + data + "small_step_trace.json.gz", &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(alone.log, "tpusim-gui: error: --profile: needs --hlo DIR or a scenario file\n");
+  const Png no_device = screenshot(args + " --device 3", &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_NE(no_device.log.find("--profile: "), std::string::npos) << no_device.log;
+  EXPECT_NE(no_device.log.find("no device 3"), std::string::npos) << no_device.log;
+}
+
 // Comparing the scan build's GDN layer with the heads build's, each with its own tiles: the GUI
 // shows the two times `tpusim kernel gdn-layer --build ...` prints (different ones).
 TEST(Gui, CompareScanWithHeadsShowsTheCliTimes) {
