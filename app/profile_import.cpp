@@ -66,6 +66,10 @@ std::string read_maybe_gzipped(const std::string& path) {
   return text;
 }
 
+// The per-op annotations XProf's TPU ops may carry that add up over executions.
+constexpr const char* kCountedArgs[] = {"flops", "model_flops", "bytes_accessed",
+                                        "raw_bytes_accessed"};
+
 std::string text_of(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
@@ -210,7 +214,8 @@ nlohmann::json profile_summary_json(const Profile& p) {
       int64_t count = 0;
       double us = 0;
       std::string category;
-      bool holds_ops = false;  // a loop: its time is its ops'
+      bool holds_ops = false;                 // a loop: its time is its ops'
+      std::map<std::string, double> counted;  // the FLOP and byte annotations present, summed
     };
     std::map<std::string, Total> by_name;
     for (const ProfileEvent& e : d.ops) {
@@ -222,14 +227,23 @@ nlohmann::json profile_summary_json(const Profile& p) {
         t.us += e.duration_us;
       if (t.category.empty() && e.args.count("hlo_category"))
         t.category = e.args.at("hlo_category");
+      for (const char* k : kCountedArgs)
+        if (const auto a = e.args.find(k); a != e.args.end()) {
+          char* end = nullptr;
+          const double v = std::strtod(a->second.c_str(), &end);
+          if (end != a->second.c_str() && *end == '\0') t.counted[k] += v;
+        }
     }
     nlohmann::json ops = nlohmann::json::array();
-    for (const auto& [name, t] : by_name)
-      ops.push_back({{"name", name},
-                     {"count", t.count},
-                     {"total_us", t.us},
-                     {"category", t.category},
-                     {"holds_ops", t.holds_ops}});
+    for (const auto& [name, t] : by_name) {
+      nlohmann::json op = {{"name", name},
+                           {"count", t.count},
+                           {"total_us", t.us},
+                           {"category", t.category},
+                           {"holds_ops", t.holds_ops}};
+      for (const auto& [k, v] : t.counted) op[k] = v;
+      ops.push_back(std::move(op));
+    }
     std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
       return a["total_us"].template get<double>() > b["total_us"].template get<double>();
     });

@@ -49,8 +49,9 @@ const ProfileDevice& profile_device(const Profile& p, int index);
 Profile load_profile(const std::string& path_or_directory);
 
 // {"tool", "file", "devices": [{"name", "steps", "modules", "ops": [{"name", "count",
-// "total_us", "category", "holds_ops"}], "other_lines"}]}: per device each op name once, with its
-// count and time (0 for an op holding others, a loop, whose time is theirs).
+// "total_us", "category", "holds_ops", and "flops", "model_flops", "bytes_accessed",
+// "raw_bytes_accessed" where the ops carry them, summed}], "other_lines"}]}: per device each op
+// name once, with its count and time (0 for an op holding others, a loop, whose time is theirs).
 nlohmann::json profile_summary_json(const Profile& p);
 
 }  // namespace tpusim

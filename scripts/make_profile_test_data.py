@@ -63,6 +63,7 @@ FORWARD_BODY_US = [("fusion.20", 30), ("custom-call.21", 40), ("all-gather-done.
 BACKWARD_BODY_US = [("fusion.30", 60), ("custom-call.31", 80), ("reduce-scatter-done.32", 3)]
 LOSS_BODY_US = [("fusion.51", 5)]
 GAP_US = 1  # idle between top-level ops
+ANNOTATIONS = {"fusion.20": {"model_flops": 1000000, "bytes_accessed": 4096}}  # per execution
 
 
 def step_events():
@@ -76,6 +77,7 @@ def step_events():
         cat = ("custom-call" if name.startswith("custom-call") else "while" if name.startswith("while")
                else "collective" if "-done" in name else "fusion")
         args = {"long_name": long_name or f"%{name} = ...", "hlo_category": cat}
+        args |= ANNOTATIONS.get(name, {})
         events.append({"ph": "X", "pid": 7, "tid": 3, "name": name, "ts": ts, "dur": dur,
                        "args": args})
 

@@ -258,6 +258,14 @@ TEST(ProfileStructure, LoopsHoldTheirIterationsOps) {
   double total = 0;
   for (const auto& op : j["devices"][0]["ops"]) total += op["total_us"].get<double>();
   EXPECT_DOUBLE_EQ(total, 2 * (1082.0 - 7));
+  // The FLOP and byte annotations present, summed over the executions (2 steps x 4 trips).
+  for (const auto& op : j["devices"][0]["ops"])
+    if (op["name"] == "fusion.20") {
+      EXPECT_DOUBLE_EQ(op["model_flops"].get<double>(), 8e6);
+      EXPECT_DOUBLE_EQ(op["bytes_accessed"].get<double>(), 8 * 4096.0);
+    } else {
+      EXPECT_FALSE(op.contains("model_flops")) << op;
+    }
 }
 
 TEST(ProfileStructure, AScenarioStepMatchesTheProfileByLoopsAndTheRest) {
