@@ -73,6 +73,19 @@ const std::map<std::string, std::string> kModelKeys = {{"base_emb_dim", "d_model
                                                        {"head_dim", "head_dim"},
                                                        {"vocab_size", "vocab"}};
 
+// base.yml's values of the model keys a model config may leave out (MaxText loads base.yml
+// first): head_dim L210, base_mlp_dim L207, vocab_size L821.
+const std::map<std::string, int64_t> kModelDefaults = {
+    {"head_dim", 128}, {"base_mlp_dim", 7168}, {"vocab_size", 32000}};
+
+// Model config keys tpusim does not model whose effect on a step is small, with why.
+const std::map<std::string, std::string> kSmallKeys = {
+    {"use_qk_norm", "an elementwise norm of q and k, not modelled"},
+    {"nope_layer_interval", "layers without RoPE: RoPE is not modelled"},
+    {"chunk_attn_window_size",
+     "chunked attention taken as full causal attention (the same when the window is at least "
+     "the sequence)"}};
+
 // MaxText's mixture-of-experts keys and ours under `moe:` (one expert: a dense model).
 const std::map<std::string, std::string> kMoeKeys = {{"num_experts", "experts"},
                                                      {"num_experts_per_tok", "top_k"},
@@ -101,7 +114,7 @@ void emit_moe(YAML::Emitter& out, const std::vector<std::pair<std::string, int64
 }
 
 struct Writer {
-  std::vector<std::string> not_modelled;
+  std::vector<std::string> not_modelled, defaults;
   void skip(const std::string& key, const std::string& value, const std::string& why) {
     not_modelled.push_back(fmt::format("{}={} ({})", key, value, why));
   }
@@ -109,7 +122,9 @@ struct Writer {
 
 std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : YAML::Dump(n); }
 
-std::string model_yaml(const std::string& file, const std::string& name, Writer& w) {
+// `decoder_block`: the command line's, which overrides the model config's ("" for none).
+std::string model_yaml(const std::string& file, const std::string& name,
+                       const std::string& decoder_block, Writer& w) {
   const YAML::Node root = yaml_load_file(file);
   if (!root.IsMap())
     throw Error(fmt::format("{}: expected a MaxText model config (a mapping)", file));
@@ -119,6 +134,11 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
   std::set<std::string> seen;
   std::vector<std::pair<std::string, int64_t>> moe, gdn;
   int64_t interval = 1, value_head_dim = 0;
+  // inhomogeneous_layer_cycle_interval is Qwen3-Next's GDN cycle only under its decoder block.
+  const std::string block = !decoder_block.empty()  ? decoder_block
+                            : root["decoder_block"] ? scalar_text(root["decoder_block"])
+                                                    : "";
+  const bool qwen3_next = block == "qwen3_next";
   for (const auto& kv : root) {
     const std::string key = yaml_as<std::string>(file, kv.first, "", "a key");
     if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
@@ -134,9 +154,18 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
         w.skip(key, scalar_text(kv.second), "modelled as one GELU up projection");
     } else if (auto m = kMoeKeys.find(key); m != kMoeKeys.end()) {
       moe.emplace_back(m->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
-    } else if (key == "inhomogeneous_layer_cycle_interval") {
+    } else if (key == "inhomogeneous_layer_cycle_interval" && qwen3_next) {
       interval = yaml_as<int64_t>(file, kv.second, key, "an integer");
       out << YAML::Key << "full_attention_interval" << YAML::Value << interval;
+    } else if (key == "interleave_moe_layer_step") {
+      // Every step-th layer MoE, the others dense: tpusim's MoE model has experts in every layer.
+      if (const int64_t step = yaml_as<int64_t>(file, kv.second, key, "an integer"); step != 1)
+        throw Error(
+            fmt::format("{}: interleave_moe_layer_step={}: tpusim models experts in every "
+                        "layer, not in every {}th",
+                        file, step, step));
+    } else if (auto small = kSmallKeys.find(key); small != kSmallKeys.end()) {
+      w.skip(key, scalar_text(kv.second), small->second);
     } else if (auto g = kGdnKeys.find(key); g != kGdnKeys.end()) {
       gdn.emplace_back(g->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "gdn_value_head_dim") {
@@ -145,9 +174,14 @@ std::string model_yaml(const std::string& file, const std::string& name, Writer&
       w.skip(key, scalar_text(kv.second), "not modelled");
     }
   }
-  for (const auto& [key, ours] : kModelKeys)
-    if (!seen.count(key))
+  for (const auto& [key, ours] : kModelKeys) {
+    if (seen.count(key)) continue;
+    const auto d = kModelDefaults.find(key);
+    if (d == kModelDefaults.end())
       throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
+    out << YAML::Key << ours << YAML::Value << d->second;
+    w.defaults.push_back(fmt::format("{}={} (MaxText's base.yml)", key, d->second));
+  }
   emit_moe(out, moe);
   if (interval > 1) {  // a hybrid model: its Gated Delta Net layers' dims
     out << YAML::Key << "gdn" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -182,8 +216,25 @@ void emit_workload(YAML::Emitter& out, const std::function<std::string(const std
     out << YAML::Key << "seq" << YAML::Value << whole("max_target_length", s);
   if (const std::string b = take("per_device_batch_size"); !b.empty())
     out << YAML::Key << "batch_per_chip" << YAML::Value << whole("per_device_batch_size", b);
-  if (const std::string p = take("remat_policy"); !p.empty())
+  if (const std::string p = take("remat_policy"); p == "custom") {
+    // MaxText's per-tensor keys (decoder_layer_input=offload, query_proj=device, ...).
+    out << YAML::Key << "remat" << YAML::Value << YAML::BeginMap << YAML::Key << "custom"
+        << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (int i = 0; i < kNumActivations; ++i) {
+      const std::string tensor = name(static_cast<Activation>(i));
+      if (const std::string where = take(tensor); !where.empty()) {
+        try {
+          RematPolicy::named("custom").set(static_cast<Activation>(i), where);
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}={}: {}", tensor, where, e.what()));
+        }
+        out << YAML::Key << tensor << YAML::Value << where;
+      }
+    }
+    out << YAML::EndMap << YAML::EndMap;
+  } else if (!p.empty()) {
     out << YAML::Key << "remat" << YAML::Value << p;
+  }
   // MoE: MaxText's sparse_matmul (megablox) and capacity_factor (token dropping).
   const std::string sparse = take("sparse_matmul"), capacity = take("capacity_factor");
   if (!sparse.empty() || !capacity.empty()) {
@@ -230,7 +281,10 @@ MaxTextImport import_maxtext(const std::string& model_file,
   };
   std::string model = take("model_name");
   if (!model_file.empty()) {
-    r.model = model_yaml(model_file, model.empty() ? name : model, w);
+    const auto block = kv.find("decoder_block");
+    r.model = model_yaml(model_file, model.empty() ? name : model,
+                         block == kv.end() ? "" : block->second, w);
+    r.defaults.insert(r.defaults.end(), w.defaults.begin(), w.defaults.end());
     model = model_path;
   } else if (model.empty()) {
     throw Error("no model: give a MaxText model config file or model_name=NAME of a tpusim model");

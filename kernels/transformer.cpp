@@ -451,14 +451,17 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
       if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
     }
   // Rows too wide for even 8 of them (a vocabulary): XLA tiles the columns too. The same work is
-  // modelled as [rows x t, cols / t] for the smallest t that keeps lane-aligned tiles and fits
-  // (timing only: a row reduction then spans t tiles).
-  if (rows % kSublanes == 0 && cols % kLanes == 0)
-    for (int64_t t = 2; t <= cols / kLanes; ++t)
-      if ((cols / kLanes) % t == 0) {
-        auto k = xla_fusion(f, rows * t, cols / t, dtype);
-        if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
-      }
+  // modelled as [rows x t, w] for the smallest t whose lane-aligned tiles of w = cols / t columns
+  // fit, rounded up to the 128-lane tile XLA pads a minor dimension to (its T(8,128) layouts) when
+  // the columns are not a multiple of it (Llama 4's vocabulary of 202048; timing only: a row
+  // reduction then spans t tiles).
+  if (rows % kSublanes == 0)
+    for (int64_t t = 2; t <= (cols + kLanes - 1) / kLanes; ++t) {
+      const int64_t w = ((cols + t - 1) / t + kLanes - 1) / kLanes * kLanes;
+      if (cols % kLanes == 0 && (cols / kLanes) % t != 0) continue;  // whole tiles when they can be
+      auto k = xla_fusion(f, rows * t, w, dtype);
+      if (vmem_usage(*k).total_bytes <= kXlaVmemBudget) return k;
+    }
   return make(rows % kSublanes == 0 ? kSublanes : rows);
 }
 

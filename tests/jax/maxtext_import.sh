@@ -9,7 +9,7 @@ $py - "$dir" <<'PY'
 import sys, zipfile
 from tpusim_jax.maxtext_source import wheel_path
 with zipfile.ZipFile(wheel_path()) as z:
-    for name in ("llama2-70b", "gpt3-175b", "mixtral-8x7b"):
+    for name in ("llama2-70b", "gpt3-175b", "mixtral-8x7b", "llama4-17b-16e", "llama4-17b-128e"):
         with open(f"{sys.argv[1]}/{name}.yml", "wb") as f:
             f.write(z.read(f"maxtext/configs/models/{name}.yml"))
 PY
@@ -39,4 +39,22 @@ grep -q "^chips: 64$" "$dir/gpt3.yaml"
 for kv in "experts: 8" "top_k: 2" "mlp_dim: 14336"; do grep "^moe: {" "$dir/mixtral.model.yaml" | grep -q "$kv"; done
 grep -q "^moe: {sparse_matmul: false, capacity_factor: 1.25}$" "$dir/mixtral.yaml"
 "$tpusim" run "$dir/mixtral.yaml" >/dev/null
+# Llama 4 Scout as B5 #34 was launched (v5p-1024, seq 8192, batch 8, the layer input offloaded):
+# its head_dim is base.yml's, its cycle interval is not a GDN cycle, its chunked attention at an
+# 8192 window is full causal attention at seq 8192 (listed), the custom remat keys are read.
+"$tpusim" import maxtext "$dir/llama4-17b-16e.yml" per_device_batch_size=8 max_target_length=8192 \
+  remat_policy=custom decoder_layer_input=offload compile_topology=v5p-1024 -o "$dir/scout.yaml" \
+  >"$dir/log" 2>"$dir/err"
+grep -q "^default: head_dim=128 (MaxText's base.yml)$" "$dir/log"
+grep -q "^not modelled: chunk_attn_window_size=8192 (chunked attention taken as full causal" "$dir/log"
+grep -q "^not modelled: inhomogeneous_layer_cycle_interval=4 (not modelled)$" "$dir/log"
+! grep -q "gdn\|full_attention_interval" "$dir/scout.model.yaml"
+grep -q "^  custom: {decoder_layer_input: offload}$" "$dir/scout.yaml"
+for kv in "experts: 16" "top_k: 1" "shared: 1"; do grep "^moe: {" "$dir/scout.model.yaml" | grep -q "$kv"; done
+"$tpusim" run "$dir/scout.yaml" >/dev/null
+# Maverick puts experts in every other layer: refused, one line.
+if "$tpusim" import maxtext "$dir/llama4-17b-128e.yml" compile_topology=v5p-256 \
+  -o "$dir/maverick.yaml" >"$dir/log" 2>"$dir/err"; then exit 1; fi
+grep -q "interleave_moe_layer_step=2: tpusim models experts in every layer" "$dir/err"
+[ "$(wc -l <"$dir/err")" -eq 1 ] && [ ! -e "$dir/maverick.yaml" ]
 echo "maxtext_import: ok"

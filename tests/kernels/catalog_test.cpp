@@ -1,13 +1,17 @@
 // The kernel catalog: every kernel builds at its defaults on every chip (and passes the engine's
-// static checks), knob values are checked against their types and ranges, and names are unique.
+// static checks), knob values are checked against their types and ranges, and names are unique;
+// XLA fusions too wide for VMEM are tiled.
 #include "kernels/catalog.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "kernels/tiling.h"
+#include "kernels/transformer.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
+#include "sim/ir/validate.h"
 #include "sim/timing/engine.h"
 #include "tests/error_of.h"
 
@@ -110,6 +114,24 @@ TEST(Catalog, RegisteredKernelsJoinTheCatalog) {
   register_kernel(e);
   EXPECT_EQ(find_kernel("test-imported").help, "a program registered at run time");
   EXPECT_EQ(error_of([&] { register_kernel(e); }), "kernel 'test-imported' is already registered");
+}
+
+// A vocabulary too wide for 8 rows in VMEM is tiled over its columns; one that is not a multiple
+// of the 128 lanes (Llama 4's 202048) is padded to them, as XLA's layouts pad a minor dimension:
+// t tiles of a lane-aligned width covering every column with less than a lane tile of padding
+// each.
+TEST(XlaFusion, AVocabularyOffTheLaneTileIsPaddedToIt) {
+  const int64_t rows = 65536, vocab = 202048;
+  const auto k = xla_fusion(Fusion::cross_entropy, rows, vocab);
+  EXPECT_LE(vmem_usage(*k).total_bytes, kXlaVmemBudget);
+  const Shape& logits = k->inputs.at(0).array.shape;
+  ASSERT_EQ(logits.size(), 2u);
+  ASSERT_EQ(logits[0] % rows, 0);
+  const int64_t tiles = logits[0] / rows, width = logits[1];
+  EXPECT_GE(tiles, 2);
+  EXPECT_EQ(width % 128, 0);
+  EXPECT_GE(tiles * width, vocab);
+  EXPECT_LT(tiles * width - vocab, 128 * tiles);
 }
 
 }  // namespace
