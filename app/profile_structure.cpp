@@ -75,10 +75,9 @@ struct Predicted {
 Predicted predicted_parts(const StepPrediction& p) {
   Predicted out;
   for (const StepPart& part : p.parts) {
-    const bool layer = part.name == "attention layer" || part.name == "gdn layer";
     if (part.name == "host dispatch") {
       out.dispatch += part.count * part.compute_s;
-    } else if (layer) {
+    } else if (is_layer(part)) {
       out.forward += part.count * part.forward_s;
       out.backward += part.count * part.backward_s;
       out.layer_collectives += part.count * part.exposed_s;

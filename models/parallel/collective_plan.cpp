@@ -67,13 +67,24 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
   return {total, exposed};
 }
 
-CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double backward_s) {
+CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backward_s) {
+  const ModelConfig& m = c.model;
   const MeshAxis axis{"data", c.mesh.data, false, 1, true};
-  const double t = collective_seconds(
-      c.chip, {CollectiveKind::all_reduce,
-               byte_size(DType::f32) * c.model.params() / c.mesh.weight_shards(), axis});
-  // XLA's data-parallel all-reduce pipelining overlaps it with the backward pass only.
-  return {t, std::max(0.0, t - backward_s)};
+  auto all_reduce = [&](int64_t params) {
+    return collective_seconds(c.chip, {CollectiveKind::all_reduce,
+                                       byte_size(DType::bf16) * params / c.mesh.weight_shards(),
+                                       axis});
+  };
+  // The compiled multi-slice step (docs/compiler_import.md, "Data parallelism over DCN"): each
+  // scanned iteration's gradient shard is all-reduced over the slices in bf16, its sends issued
+  // at the start of the next iteration of the backward loop, so it hides behind that iteration's
+  // backward; the last iteration's and the embedding's and logits' run after the loop.
+  const int64_t trips = m.attention_layers() > 0 ? m.attention_layers() : m.layers;
+  const double per_iteration = all_reduce((m.params() - m.embedding_params() - m.d_model) / trips);
+  const double embedding = all_reduce(m.embedding_params() + m.d_model);
+  const double hidden_behind = layers_backward_s / trips;
+  return {trips * per_iteration + embedding,
+          (trips - 1) * std::max(0.0, per_iteration - hidden_behind) + per_iteration + embedding};
 }
 
 MeshAxis context_axis(const StepConfig& c) { return c.axis("context", c.mesh.context, false); }

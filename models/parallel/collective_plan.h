@@ -2,7 +2,8 @@
 // all-gathers and gradient reduce-scatter (hidden behind the layer's compute as XLA's
 // asynchronous collectives are; only the excess is exposed), the tensor-parallel activation
 // all-reduces and the context-parallel key/value gather and gradient scatter (on the critical
-// path); the data-parallel gradient all-reduce over DCN (overlapped with the backward pass only).
+// path); the data-parallel gradient all-reduce over DCN (per layer iteration, pipelined behind
+// the backward loop, its last iteration and the embedding exposed).
 // The context-parallel state prefix of the GDN layer runs inside the layer's program (its ppermute
 // rounds are program collectives the engine times with the same collective_seconds) on the axis
 // context_axis() gives.
@@ -27,9 +28,11 @@ enum class PartKind { attention_layer, gdn_layer, embedding };
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s);
 
-// The data-parallel gradient all-reduce over DCN, hidden behind `backward_s` of the step's
-// backward pass.
-CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double backward_s);
+// The data-parallel gradient all-reduce over DCN, as the compiled multi-slice step runs it: per
+// scanned layer iteration, in bf16, pipelined behind the next iteration's share of
+// `layers_backward_s` (the layers' recompute + backward); the last iteration's and the
+// embedding's after the backward.
+CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backward_s);
 
 // The ICI axis the sequence is sharded over under context parallelism.
 MeshAxis context_axis(const StepConfig& c);

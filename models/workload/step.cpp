@@ -122,6 +122,8 @@ StepPrediction predict_memory(const StepConfig& c) {
   return out;
 }
 
+bool is_layer(const StepPart& p) { return p.name == "attention layer" || p.name == "gdn layer"; }
+
 StepPrediction predict_step(const StepConfig& c) {
   StepPrediction out = predict_memory(c);  // checks the configuration first
   out.timed = true;
@@ -155,9 +157,10 @@ StepPrediction predict_step(const StepConfig& c) {
   if (c.mesh.data > 1) {
     StepPart dcn;
     dcn.name = "data-parallel gradient all-reduce (DCN)";
-    double backward = 0;
-    for (const StepPart& p : out.parts) backward += p.backward_s * p.count;
-    const CollectiveTime t = dcn_gradient_all_reduce(c, backward);
+    double layers_backward = 0;
+    for (const StepPart& p : out.parts)
+      if (is_layer(p)) layers_backward += p.backward_s * p.count;
+    const CollectiveTime t = dcn_gradient_all_reduce(c, layers_backward);
     dcn.collective_s = t.total_s;
     dcn.exposed_s = t.exposed_s;
     out.parts.push_back(dcn);

@@ -34,6 +34,9 @@ struct StepPart {
   double flops = 0;  // per instance, executed (algorithmic)
 };
 
+// A decoder layer's part ("attention layer", "gdn layer"): what the scanned layer loops run.
+bool is_layer(const StepPart& p);
+
 struct StepPrediction {
   double step_time_s = 0;
   double tokens_per_s_per_chip = 0;

@@ -43,8 +43,10 @@ def mosaic_dump_flag(dump_dir: str) -> None:
 _HOST_ACCELERATOR = {"v5e": "v5litepod-4", "v6e": "v6e-4", "v5p": "v5p-8", "v4": "v4-8"}
 
 
-def topology(name: str):
-    """The compile-only devices of a TPU topology such as v5e:2x2 or v5p:2x2x1."""
+def topology(name: str, num_slices: int = 1):
+    """The compile-only devices of a TPU topology such as v5e:2x2 or v5p:2x2x1 (of `num_slices`
+    such slices joined over DCN: MegaScale devices with a slice_id, as MaxText's train_compile
+    asks for them)."""
     from jax.experimental import topologies
     generation = name.partition(":")[0]
     os.environ.setdefault("TPU_ACCELERATOR_TYPE", _HOST_ACCELERATOR.get(generation, "v5litepod-4"))
@@ -53,6 +55,9 @@ def topology(name: str):
     # so concurrent compiles (a sweep, parallel tests) must not refuse each other.
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     try:
+        if num_slices > 1:
+            return topologies.get_topology_desc(platform="tpu", topology_name=name,
+                                                num_slices=num_slices)
         return topologies.get_topology_desc(platform="tpu", topology_name=name)
     except Exception as e:  # libtpu's errors are RuntimeErrors of several kinds
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

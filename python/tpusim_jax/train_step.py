@@ -17,10 +17,11 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   heads and MLP columns and the vocabulary over tensor; activations' batch over data, fsdp (and
   expert);
 - logits cast to float32 (`cast_logits_to_fp32`, base.yml L221) and, with num_vocab_tiling > 1,
-  the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-).
+  the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-);
+- compile_topology_num_slices > 1: the slices' compile-only devices joined over DCN, the data
+  axis over them (MaxText's hybrid mesh with dcn_data_parallelism).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
-pipeline, multi-slice (one slice is compiled; per-chip memory does not depend on the slices for
-data parallelism over DCN), int8, context parallelism, and for a mixture of experts the megablox
+pipeline, int8, context parallelism, and for a mixture of experts the megablox
 path and shared experts (refused with the key that asks for them); MaxText's token-dropping
 einsum path compiles (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
 Delta Net layers with MaxText's own XLA path (gdn_step.py).
@@ -183,8 +184,9 @@ def mesh_shape(config: dict, chips: int) -> dict[str, int]:
     return axes
 
 
-def build_step(config: dict, devices):
-    """(step function, its abstract arguments) for `config` on `devices` (one slice)."""
+def build_step(config: dict, devices, slices: int = 1):
+    """(step function, its abstract arguments) for `config` on `devices` (`slices` slices of
+    equal size, joined over DCN: MaxText's dcn_data_parallelism makes the data axis span them)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -198,7 +200,10 @@ def build_step(config: dict, devices):
     V, S = _int(config, "vocab_size"), _int(config, "max_target_length")
     gated = config["mlp_activations"].replace(" ", "") in ("silu,linear", "gelu,linear")
     act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
-    axes = mesh_shape(config, len(devices))
+    axes = mesh_shape(config, len(devices) // slices)
+    # MaxText's hybrid mesh (create_device_mesh): the DCN axes outside the ICI ones, data first.
+    devices = sorted(devices, key=lambda d: (getattr(d, "slice_index", 0), d.id))
+    axes["data"] *= slices
     mesh = Mesh(np.array(devices).reshape(tuple(axes.values())), tuple(axes))
     # The logical rules' 'embed' and 'activation_batch' both end in the expert axis (base.yml
     # L714, L704): outside the experts, expert parallelism shards like fsdp.
@@ -386,13 +391,15 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
         raise ExportError("compile-step needs libtpu (scripts/setup.sh installs the pinned version)")
     config = parse_overrides(overrides)
     name = topology_for(config["compile_topology"])
-    devices = topology(name).devices
-    step, args = build_step(config, devices)
+    slices = _int(config, "compile_topology_num_slices")
+    if config["dcn_data_parallelism"] not in ("-1", str(slices)):
+        raise ExportError(f"dcn_data_parallelism={config['dcn_data_parallelism']}: the compiled "
+                          f"step puts data parallelism over all {slices} slices")
+    devices = topology(name, slices).devices
+    step, args = build_step(config, devices, slices)
     result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
-              "device_kind": devices[0].device_kind, "chips": len(devices),
-              "slices_compiled": 1, "versions": versions()}
-    if int(config["compile_topology_num_slices"]) > 1:
-        result["note"] = "one slice compiled; data parallelism over DCN keeps per-chip memory"
+              "device_kind": devices[0].device_kind, "chips": len(devices) // slices,
+              "slices_compiled": slices, "versions": versions()}
     with jax.default_device(devices[0]):
         lowered = step.lower(*args)
         try:

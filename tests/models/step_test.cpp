@@ -96,6 +96,28 @@ StepConfig tiny_step(int64_t kv_heads) {
   return c;
 }
 
+// Over 2 slices the gradients are all-reduced over DCN as the compiled multi-slice step does it:
+// one layer's FSDP shard at a time in bf16 (1024 x 24 x 128 + 8 x 128 x 1024 + 3 x 1024 x 4096 +
+// 2 x 1024 parameters over 8 chips), hidden behind the next layer's backward, the last layer's
+// and the embedding's (2 x 32768 x 1024 + the final norm's 1024) after the loop.
+TEST(Step, TheDcnGradientAllReduceIsPipelinedPerLayer) {
+  StepConfig c = tiny_step(8);
+  c.mesh.data = 2;
+  const StepPrediction p = predict_step(c);
+  const StepPart& dcn = p.parts.at(p.parts.size() - 2);
+  ASSERT_EQ(dcn.name, "data-parallel gradient all-reduce (DCN)");
+  const MeshAxis slices{"data", 2, false, 1, true};
+  const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
+  const double per_layer =
+      collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer / 8, slices});
+  const double embedding = collective_seconds(
+      c.chip, {CollectiveKind::all_reduce, 2 * (2 * 32768 * 1024 + 1024) / 8, slices});
+  const StepPart& attention = p.parts.at(0);
+  ASSERT_GT(attention.backward_s, per_layer);  // so each layer's reduction hides
+  EXPECT_NEAR(dcn.collective_s, 4 * per_layer + embedding, 1e-12);
+  EXPECT_NEAR(dcn.exposed_s, per_layer + embedding, 1e-12);
+}
+
 TEST(Memory, SmallModelByHand) {
   StepConfig c = tiny_step(8);
   const StepPrediction p = predict_step(c);
