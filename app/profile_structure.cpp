@@ -98,17 +98,28 @@ struct StepOps {
   std::vector<std::pair<int, Row>> leaves;  // (op, its row)
 };
 
+// The ops starting in the window [first, last) (the ops are sorted by start).
+std::pair<int, int> ops_in(const std::vector<ProfileEvent>& ops, const StepWindow& w) {
+  auto at = [&](double t) {
+    return static_cast<int>(
+        std::lower_bound(ops.begin(), ops.end(), t,
+                         [](const ProfileEvent& e, double v) { return e.start_us < v; }) -
+        ops.begin());
+  };
+  return {at(w.from_us), at(w.to_us)};
+}
+
 StepOps classify(const std::vector<ProfileEvent>& ops, const StepWindow& w, int64_t trips) {
   StepOps out;
   std::vector<int> layer_loops;
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i)
-    if (ops[i].parent < 0 && ops[i].has_children && ops[i].start_us >= w.from_us &&
-        ops[i].start_us < w.to_us && trips_of(ops, i) == trips)
+  const auto [first, last] = ops_in(ops, w);
+  for (int i = first; i < last; ++i)
+    if (ops[i].parent < 0 && ops[i].has_children && trips_of(ops, i) == trips)
       layer_loops.push_back(i);
   if (layer_loops.size() >= 2) out.forward = layer_loops.front(), out.backward = layer_loops.back();
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+  for (int i = first; i < last; ++i) {
     const ProfileEvent& e = ops[i];
-    if (e.has_children || e.start_us < w.from_us || e.start_us >= w.to_us) continue;
+    if (e.has_children) continue;
     const int top = outermost(ops, i);
     const bool collective = is_collective(e);
     Row row = collective ? Row::outside_collectives : Row::outside;
@@ -121,10 +132,6 @@ StepOps classify(const std::vector<ProfileEvent>& ops, const StepWindow& w, int6
   return out;
 }
 
-int64_t layer_trips(const StepConfig& c) {
-  return c.model.attention_layers() > 0 ? c.model.attention_layers() : c.model.layers;
-}
-
 }  // namespace
 
 StructureComparison compare_structure(const Profile& profile, int device, const StepConfig& c,
@@ -133,7 +140,7 @@ StructureComparison compare_structure(const Profile& profile, int device, const 
   if (d.ops.empty()) throw Error(fmt::format("{}: {} has no XLA Ops", profile.path, d.name));
   StructureComparison out;
   out.device = d.name;
-  out.layer_trips = layer_trips(c);
+  out.layer_trips = c.model.scanned_iterations();
   out.predicted_step_s = p.step_time_s;
   const std::vector<StepWindow> windows = step_windows(d);
   out.steps = static_cast<int>(windows.size());

@@ -79,7 +79,7 @@ CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backwa
   // scanned iteration's gradient shard is all-reduced over the slices in bf16, its sends issued
   // at the start of the next iteration of the backward loop, so it hides behind that iteration's
   // backward; the last iteration's and the embedding's and logits' run after the loop.
-  const int64_t trips = m.attention_layers() > 0 ? m.attention_layers() : m.layers;
+  const int64_t trips = m.scanned_iterations();
   const double per_iteration = all_reduce((m.params() - m.embedding_params() - m.d_model) / trips);
   const double embedding = all_reduce(m.embedding_params() + m.d_model);
   const double hidden_behind = layers_backward_s / trips;

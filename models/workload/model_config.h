@@ -30,6 +30,11 @@ struct ModelConfig {
   bool is_moe() const { return moe.experts > 0; }
   int64_t attention_layers() const;
   int64_t gdn_layers() const { return layers - attention_layers(); }
+  // Trips of MaxText's scanned layer loop: one per layer, or per cycle of a hybrid decoder (each
+  // cycle ends in its one full-attention layer).
+  int64_t scanned_iterations() const {
+    return attention_layers() > 0 ? attention_layers() : layers;
+  }
   int64_t attention_layer_params() const;  // attention + MLP + norms
   int64_t gdn_layer_params() const;        // GDN projections, conv, norms + MLP
   int64_t mlp_params() const;  // the dense MLP, or the router, every expert and the shared ones
