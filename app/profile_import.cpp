@@ -201,8 +201,8 @@ Profile load_profile(const std::string& given) {
 
 const ProfileDevice& profile_device(const Profile& p, int index) {
   if (index < 0 || index >= static_cast<int>(p.devices.size()))
-    throw Error(fmt::format("{}: no device {} (the profile has {} TPU devices)", p.path, index,
-                            p.devices.size()));
+    throw Error(fmt::format("{}: no device {} (the profile has {} device{})", p.path, index,
+                            p.devices.size(), p.devices.size() == 1 ? "" : "s"));
   return p.devices[index];
 }
 

@@ -78,9 +78,11 @@ std::string open_compiled(gui::WindowOptions& w, const MeasuredFlags& f, bool ch
   if (!f.profile.empty()) {
     m->profile = load_profile(f.profile);
     m->device = f.device;
-    if (f.device < 0 || f.device >= static_cast<int>(m->profile.devices.size()))
-      throw Error(fmt::format("--device: {} is not one of the profile's {} TPU devices", f.device,
-                              m->profile.devices.size()));
+    try {
+      profile_device(m->profile, f.device);
+    } catch (const Error& e) {
+      throw Error(std::string("--device: ") + e.what());
+    }
     w.knobs.measured = m;
   }
   return m->kernel;

@@ -634,7 +634,11 @@ TEST(Gui, AMeasuredProfileIsDrawnUnderTheSimulatedProgram) {
                                  "profile/gdn_main_path_trace.json.gz --device 3",
                              &status);
   EXPECT_EQ(status, 2);
-  EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --device: 3 is not one of the profile's 1", 0), 0u)
+  EXPECT_EQ(bad.log.rfind("tpusim-gui: error: --device: " + data +
+                              "profile/gdn_main_path_trace.json.gz: no device 3 (the profile has "
+                              "1 device)",
+                          0),
+            0u)
       << bad.log;
 }
 
