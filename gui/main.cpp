@@ -123,9 +123,13 @@ std::optional<int> check_compared(const gui::WindowOptions& w, const std::string
 std::optional<int> step_profile(gui::WindowOptions& w, const MeasuredFlags& f) {
   if (f.profile.empty() || !f.hlo.empty()) return std::nullopt;
   if (w.scenario.empty()) return fail("--profile: needs --hlo DIR or a scenario file");
-  if (auto stop = named("--profile", [&] { profile_device(load_profile(f.profile), f.device); }))
+  auto profile = std::make_shared<Profile>();
+  if (auto stop = named("--profile", [&] {
+        *profile = load_profile(f.profile);
+        profile_device(*profile, f.device);
+      }))
     return stop;
-  w.step_profile = f.profile;
+  w.step_profile = std::move(profile);
   w.step_device = f.device;
   return std::nullopt;
 }

@@ -103,7 +103,8 @@ Outcome simulate_knobs(const Knobs& k) {
 }
 
 Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build,
-                          const std::string& compare, const std::string& profile, int device) {
+                          const std::string& compare, std::shared_ptr<const Profile> profile,
+                          int device) {
   Outcome o;
   o.scenario = true;
   try {
@@ -126,10 +127,9 @@ Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::B
     if (s.step.gdn.build == as_measured) o.validation = validation_rows(s, *o.step);
     o.what = s.name;
     o.peak_flops = s.step.chip.peak_bf16_flops;
-    if (!profile.empty()) {
-      const Profile measured = load_profile(profile);
-      o.structure = compare_structure(measured, device, s.step, *o.step);
-      o.measured_step = measured_step_spans(measured, device, *o.structure);
+    if (profile) {
+      o.structure = compare_structure(*profile, device, s.step, *o.step);
+      o.measured_step = measured_step_spans(*profile, device, *o.structure);
     }
     if (!compare.empty()) {
       const Scenario c = load_scenario(compare);

@@ -92,9 +92,9 @@ struct Outcome {
 Outcome simulate_knobs(const Knobs& k);
 // `build`: the build to run the scenario's GDN layers in (none: the file's own); `compare`: a
 // second scenario file to predict beside it ("": none); `profile`: a measured profile of the
-// step ("": none) and its device.
+// step (null: none) and its device.
 Outcome simulate_scenario(const std::string& file, std::optional<kernels::gdn::Build> build,
-                          const std::string& compare = "", const std::string& profile = "",
-                          int device = 0);
+                          const std::string& compare = "",
+                          std::shared_ptr<const Profile> profile = nullptr, int device = 0);
 
 }  // namespace tpusim::gui

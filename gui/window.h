@@ -2,6 +2,7 @@
 // of the shown kernel and the compared one below), results taken from the worker thread as they
 // arrive, and the headless --screenshot and --script modes.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,8 +17,8 @@ struct WindowOptions {
   std::vector<std::string> chips;  // the chip menu
   std::string scenario;            // a scenario file whose step is shown ("" for none)
   std::string compare_scenario;    // a second one, its step drawn under the first ("" for none)
-  std::string step_profile;        // a measured profile of the scenario's step ("" for none)
-  int step_device = 0;             // which device of it
+  std::shared_ptr<const Profile> step_profile;    // measured, of the scenario's step (or none)
+  int step_device = 0;                            // which device of it
   std::optional<kernels::gdn::Build> step_build;  // none: the file's own
   std::string screenshot;                         // render one frame to this PNG and return
   std::vector<double> window_us;                  // initial timeline window FROM TO
