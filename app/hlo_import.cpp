@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "app/hlo_collectives.h"
 #include "app/hlo_work.h"
 #include "app/program_import.h"
 #include "sim/error.h"
@@ -65,22 +66,142 @@ class Importer {
   HloProgram run() {
     HloProgram out;
     const HloComputation& entry = m_.entry();
-    out.program.name = m_.name.empty() ? entry.name : m_.name;
-    for (const HloInstruction& in : entry.instructions) add(out, entry, in);
+    program_.name = m_.name.empty() ? entry.name : m_.name;
+    emit(entry, {});
+    out.program = std::move(program_);
     out.loops = loops_;
     out.estimated_cycles = estimated_;
     return out;
   }
 
  private:
-  void add(HloProgram& out, const HloComputation& comp, const HloInstruction& in) {
-    if (is_free(in)) return;
-    if (auto c = collective(in)) {
-      out.program.add_collective(in.name, *c);
-      out.program.items.back().stage = stage_of(in);
-      return;
+  // The items a value waits for, per tuple element (one entry for an array).
+  using Deps = std::vector<int>;
+  struct Value {
+    std::vector<Deps> parts;
+    Deps all() const {
+      Deps d;
+      for (const Deps& p : parts) d.insert(d.end(), p.begin(), p.end());
+      return d;
     }
-    out.program.append(work(comp, in), stage_of(in));
+  };
+
+  // Fewer equivalent dependencies: kernels run one after another, so the latest kernel stands
+  // for every earlier one; collectives end in any order and are all kept.
+  Deps compress(Deps d) const {
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    Deps out;
+    int last_kernel = -1;
+    for (int i : d) {
+      if (std::holds_alternative<Collective>(program_.items[i].what))
+        out.push_back(i);
+      else
+        last_kernel = i;
+    }
+    if (last_kernel >= 0) out.push_back(last_kernel);
+    return out;
+  }
+
+  // Emits `comp`'s instructions in order with their data dependencies; `params` are the values of
+  // its parameters (by number). Returns the root's value.
+  Value emit(const HloComputation& comp, const std::vector<Value>& params) {
+    std::map<std::string, Value> values;
+    auto operand_deps = [&](const HloInstruction& in) {
+      Deps d;
+      for (const std::string& o : in.operands)
+        if (auto it = values.find(o); it != values.end()) {
+          const Deps a = it->second.all();
+          d.insert(d.end(), a.begin(), a.end());
+        }
+      return compress(d);
+    };
+    for (const HloInstruction& in : comp.instructions) {
+      Value& v = values[in.name];
+      if (in.opcode == "parameter") {
+        const size_t n = std::stoul(in.literal);
+        if (n < params.size()) v = params[n];
+        continue;
+      }
+      if (auto c = collective(in)) {
+        const int i = program_.add_collective(in.name, *c, operand_deps(in));
+        program_.items[i].stage = stage_of(in);
+        // A collective the compiler left synchronous holds the TensorCores until it ends.
+        if (!is_async_start(in)) blocking_.push_back(i);
+        v.parts.assign(1, {i});
+        continue;
+      }
+      if (in.opcode == "get-tuple-element") {
+        const Value& t = values[in.operands.at(0)];
+        const size_t k = std::stoul(in.attr("index"));
+        v.parts.assign(1, t.parts.size() > 1 && k < t.parts.size() ? t.parts[k] : t.all());
+        continue;
+      }
+      if (in.opcode == "tuple") {
+        for (const std::string& o : in.operands) v.parts.push_back(values[o].all());
+        continue;
+      }
+      if (is_free(in) || is_async_done(in)) {
+        v.parts.assign(1, operand_deps(in));
+        continue;
+      }
+      if (in.opcode == "while" && holds_collectives(m_.computation(in.attr("body")))) {
+        v = unroll(comp, in, values[in.operands.at(0)]);
+        continue;
+      }
+      Deps deps = operand_deps(in);
+      deps.insert(deps.end(), blocking_.begin(), blocking_.end());
+      blocking_.clear();
+      const int first = static_cast<int>(program_.items.size());
+      program_.append(work_once(comp, in), stage_of(in));
+      for (int i = first; i < static_cast<int>(program_.items.size()); ++i)
+        program_.items[i].deps.insert(program_.items[i].deps.end(), deps.begin(), deps.end());
+      v.parts.assign(1, {static_cast<int>(program_.items.size()) - 1});
+    }
+    return values[comp.root().name];
+  }
+
+  // An instruction's work, built once however many iterations of an unrolled loop run it (one
+  // kernel, its calls counted together).
+  const Program& work_once(const HloComputation& comp, const HloInstruction& in) {
+    const std::string key = comp.name + "/" + in.name;
+    auto it = work_cache_.find(key);
+    if (it == work_cache_.end()) it = work_cache_.emplace(key, work(comp, in)).first;
+    return it->second;
+  }
+
+  // A loop whose body holds collectives is written out iteration by iteration, each iteration's
+  // parameter the previous one's root, so its collectives overlap the work beside them as the
+  // data flow allows (a Loop item holds kernels only).
+  Value unroll(const HloComputation& comp, const HloInstruction& w, Value carry) {
+    const HloComputation& body = m_.computation(w.attr("body"));
+    HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
+    for (const HloInstruction& in : body.instructions)
+      if (!is_free(in) && !is_async_done(in)) s.body_ops.push_back(in.name);
+    if (unrolled_.insert(body.name + "/" + w.name).second) loops_.push_back(s);
+    for (int64_t t = 0; t < s.trips; ++t) carry = emit(body, {carry});
+    return carry;
+  }
+
+  bool holds_collectives(const HloComputation& comp) const {
+    for (const HloInstruction& in : comp.instructions) {
+      if (collective(in)) return true;
+      if (in.opcode == "while" && holds_collectives(m_.computation(in.attr("body")))) return true;
+    }
+    return false;
+  }
+
+  std::optional<Collective> collective(const HloInstruction& in) const {
+    return hlo_collective(m_, in);
+  }
+  std::string async_collective_role(const HloInstruction& in) const {
+    return hlo_async_collective_role(m_, in);
+  }
+  bool is_async_start(const HloInstruction& in) const {
+    return in.opcode.ends_with("-start") || async_collective_role(in) == "AsyncCollectiveStart";
+  }
+  bool is_async_done(const HloInstruction& in) const {
+    return async_collective_role(in) == "AsyncCollectiveDone";
   }
 
   // The compiler's "estimated_cycles":"N" in the backend config, if it gave one.
@@ -116,7 +237,7 @@ class Importer {
     if (in.opcode == "custom-call") {
       const std::string target = unquoted(in.attr("custom_call_target"));
       if (target == "tpu_custom_call")
-        p.add_kernel(pallas_kernel(in));
+        p.add_kernel(pallas_kernel(comp, in));
       else
         p = custom_call_program(m_, in, target);
       for (ProgramItem& item : p.items) {
@@ -156,10 +277,7 @@ class Importer {
     HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
     std::vector<std::shared_ptr<const Kernel>> kernels_of_body;
     for (const HloInstruction& in : body.instructions) {
-      if (is_free(in)) continue;
-      if (collective(in))
-        throw Error(fmt::format("{}:{}: collective '{}' inside a while loop is not imported yet",
-                                m_.file, in.line, in.name));
+      if (is_free(in)) continue;  // a body with collectives is unrolled instead (emit)
       s.body_ops.push_back(in.name);
       flatten(work(body, in), kernels_of_body);
     }
@@ -198,7 +316,8 @@ class Importer {
     return std::max<int64_t>(0, limit - constant_value(*start));
   }
 
-  std::shared_ptr<const Kernel> pallas_kernel(const HloInstruction& in) const {
+  std::shared_ptr<const Kernel> pallas_kernel(const HloComputation& comp,
+                                              const HloInstruction& in) const {
     std::string name;
     if (auto it = kernel_of_call_.find(in.name); it != kernel_of_call_.end()) {
       name = it->second;
@@ -211,45 +330,11 @@ class Importer {
     for (const ProgramItem& item : pallas_.items)
       if (const auto* k = std::get_if<KernelCall>(&item.what); k && k->kernel->name == name)
         return k->kernel;
+    if (name.rfind("splash_mha_", 0) == 0) return splash_attention_kernel(m_, comp, in, name);
     throw Error(fmt::format(
         "{}:{}: Pallas kernel '{}' ({}) is not among the exported kernels (kernels.json of "
         "python -m tpusim_jax compile)",
         m_.file, in.line, name.empty() ? "unnamed" : name, in.name));
-  }
-
-  std::optional<Collective> collective(const HloInstruction& in) const {
-    static const std::map<std::string, CollectiveKind> kinds = {
-        {"all-reduce", CollectiveKind::all_reduce},
-        {"all-reduce-start", CollectiveKind::all_reduce},
-        {"all-gather", CollectiveKind::all_gather},
-        {"all-gather-start", CollectiveKind::all_gather},
-        {"reduce-scatter", CollectiveKind::reduce_scatter},
-        {"all-to-all", CollectiveKind::all_to_all},
-        {"collective-permute", CollectiveKind::permute},
-        {"collective-permute-start", CollectiveKind::permute}};
-    auto it = kinds.find(in.opcode);
-    if (it == kinds.end()) return std::nullopt;
-    Collective c;
-    c.kind = it->second;
-    const int64_t out = in.shape.is_tuple() ? in.shape.tuple.back().bytes() : in.shape.bytes();
-    c.bytes = out;
-    if (c.kind == CollectiveKind::reduce_scatter) c.bytes = out * replica_group_size(in);
-    c.axis = {fmt::format("replica groups of {}", replica_group_size(in)), replica_group_size(in),
-              false};
-    return c;
-  }
-
-  int64_t replica_group_size(const HloInstruction& in) const {
-    const std::string g = in.attr("replica_groups");
-    if (g.empty() || g == "{}") return 1;
-    if (g[0] == '[') {  // [groups,size]<=[n]
-      const auto comma = g.find(','), close = g.find(']');
-      return std::stoll(g.substr(comma + 1, close - comma - 1));
-    }
-    const auto first = g.find('{', 1), end = g.find('}', 1);
-    if (first == std::string::npos || end == std::string::npos) return 1;
-    const std::string members = g.substr(first + 1, end - first - 1);
-    return 1 + std::count(members.begin(), members.end(), ',');
   }
 
   std::string stage_of(const HloInstruction& in) const {
@@ -278,6 +363,10 @@ class Importer {
   const std::map<std::string, std::string>& kernel_of_call_;
   std::vector<HloLoopSummary> loops_;
   std::map<std::string, int64_t> estimated_;
+  Program program_;
+  std::vector<int> blocking_;  // synchronous collectives the next kernel waits for
+  std::map<std::string, Program> work_cache_;
+  std::set<std::string> unrolled_;
 };
 
 }  // namespace

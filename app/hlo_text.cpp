@@ -73,6 +73,25 @@ const HloComputation& HloModule::computation(const std::string& name) const {
 
 namespace {
 
+// One character of bracketed text: +1 for an opening bracket, -1 for a closing one, else 0;
+// brackets inside quoted strings do not count, and `i` steps over an escaped character there.
+int bracket_delta(const std::string& s, size_t& i, bool& quoted) {
+  const char c = s[i];
+  if (quoted) {
+    if (c == '\\')
+      ++i;
+    else if (c == '"')
+      quoted = false;
+    return 0;
+  }
+  if (c == '"') {
+    quoted = true;
+    return 0;
+  }
+  if (c == '(' || c == '{' || c == '[') return 1;
+  return c == ')' || c == '}' || c == ']' ? -1 : 0;
+}
+
 // A cursor over one line; errors name FILE:LINE:COLUMN.
 class LineReader {
  public:
@@ -112,26 +131,14 @@ class LineReader {
       ++pos_;
     return s_.substr(start, pos_ - start);
   }
-  // Text up to the bracket closing the one just read (nesting (), {}, [] and quotes).
-  std::string balanced(char open, char close) {
+  // Text up to the bracket closing the one just read (nesting (), {}, [] and quotes); `close`
+  // names it in the error.
+  std::string balanced(char close) {
     const size_t start = pos_;
     int depth = 1;
     bool quoted = false;
-    for (; !done(); ++pos_) {
-      const char c = s_[pos_];
-      if (quoted) {
-        if (c == '\\')
-          ++pos_;
-        else if (c == '"')
-          quoted = false;
-      } else if (c == '"') {
-        quoted = true;
-      } else if (c == open || c == '(' || c == '{' || c == '[') {
-        ++depth;
-      } else if (c == close || c == ')' || c == '}' || c == ']') {
-        if (--depth == 0) return s_.substr(start, pos_++ - start);
-      }
-    }
+    for (; !done(); ++pos_)
+      if ((depth += bracket_delta(s_, pos_, quoted)) == 0) return s_.substr(start, pos_++ - start);
     fail(fmt::format("no '{}' closes this", close));
   }
 
@@ -149,7 +156,7 @@ class LineReader {
     if (sh.dtype.empty() || (hlo_dtype_bytes(sh.dtype) == 0 && sh.dtype != "token"))
       fail(fmt::format("expected a shape such as f32[8,128], found '{}'", sh.dtype));
     expect("[");
-    const std::string dims = balanced('[', ']');
+    const std::string dims = balanced(']');
     std::stringstream ds(dims);
     for (std::string d; std::getline(ds, d, ',');) {
       if (d.empty()) continue;
@@ -161,7 +168,7 @@ class LineReader {
     }
     if (peek() == '{') {
       ++pos_;
-      const std::string layout = balanced('{', '}');
+      const std::string layout = balanced('}');
       const auto s = layout.find("S(");
       if (s != std::string::npos) sh.memory_space = std::atoi(layout.c_str() + s + 2);
     }
@@ -228,7 +235,7 @@ HloInstruction parse_instruction(LineReader& r, int line) {
   in.opcode = r.word();
   if (in.opcode.empty()) r.fail("expected an opcode");
   r.expect("(");
-  const std::string operands = r.balanced('(', ')');
+  const std::string operands = r.balanced(')');
   if (in.opcode == "constant" || in.opcode == "iota" || in.opcode == "parameter")
     in.literal = operands;
   else
@@ -242,6 +249,15 @@ HloInstruction parse_instruction(LineReader& r, int line) {
     }
   }
   return in;
+}
+
+// How many brackets `line` leaves open, outside quoted strings: XLA prints some attribute values
+// (a Pallas kernel's frontend `kernel_metadata`) with raw newlines inside their braces.
+int open_brackets(const std::string& line) {
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) depth += bracket_delta(line, i, quoted);
+  return depth;
 }
 
 }  // namespace
@@ -278,7 +294,20 @@ HloModule parse_hlo(const std::string& text, const std::string& file) {
       cur = nullptr;
       continue;
     }
-    HloInstruction i = parse_instruction(r, n);
+    const int first_line = n;
+    for (std::string more; open_brackets(line) > 0;) {
+      const auto before = in.tellg();
+      if (!std::getline(in, more)) break;
+      if (!more.empty() && more.back() == '\r') more.pop_back();
+      if (more == "}") {  // the computation's end: never part of an instruction
+        in.seekg(before);
+        break;
+      }
+      line += "\n" + more;
+      ++n;
+    }
+    LineReader whole(file, first_line, line);
+    HloInstruction i = parse_instruction(whole, first_line);
     cur->index[i.name] = cur->instructions.size();
     cur->instructions.push_back(std::move(i));
   }

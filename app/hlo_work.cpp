@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "kernels/gdn/xla.h"
 #include "kernels/tiling.h"
+#include "kernels/transformer.h"
 #include "sim/error.h"
 #include "sim/ir/validate.h"
 
@@ -85,6 +88,34 @@ Precision precision_of(const HloInstruction& in) {
   return Precision::default_;
 }
 
+// The window taps per output position that land on the input rather than its padding, over the
+// spatial dims (stride 1): the TPU backend writes a dot against a weight shared by a batch of
+// sequences as a window over the batch on a padded length-1 input, where every output position
+// sees one tap, not the window's size.
+int64_t input_taps(const std::string& lhs_labels, const HloShape& lhs, const std::string& window,
+                   const std::vector<int64_t>& size) {
+  if (window.find("stride=") != std::string::npos) return product(size);
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  if (const auto at = window.find("pad="); at != std::string::npos) {
+    std::stringstream ss(window.substr(at + 4, window.find(' ', at) - at - 4));
+    for (std::string p; std::getline(ss, p, 'x');)
+      pads.emplace_back(std::stoll(p), std::stoll(p.substr(p.find('_') + 1)));
+  }
+  double taps = 1;
+  for (size_t s = 0; s < size.size(); ++s) {
+    const auto at = lhs_labels.find(static_cast<char>('0' + s));
+    const int64_t len = at < lhs.dims.size() ? lhs.dims[at] : size[s];
+    const auto [lo, hi] = s < pads.size() ? pads[s] : std::pair<int64_t, int64_t>{0, 0};
+    const int64_t outputs = len + lo + hi - size[s] + 1;
+    if (outputs <= 0) continue;
+    int64_t pairs = 0;
+    for (int64_t o = 0; o < outputs; ++o)
+      pairs += std::max<int64_t>(0, std::min(o + size[s], lo + len) - std::max(o, lo));
+    taps *= static_cast<double>(pairs) / static_cast<double>(outputs);
+  }
+  return std::max<int64_t>(1, std::llround(taps));
+}
+
 // A convolution as the TPU backend writes dots (dim_labels b: rows, f: columns, i: contracted,
 // digits: spatial); or a dot with its batch and contracting dims.
 HloDot dot_of(const HloComputation& comp, const HloInstruction& in, const std::string& file) {
@@ -139,7 +170,7 @@ HloDot dot_of(const HloComputation& comp, const HloInstruction& in, const std::s
     d.batch = spatial;  // the batched dot: each output position sees one dilated input position
   } else {
     d.m *= spatial;
-    d.k *= product(size);
+    d.k *= input_taps(labels.substr(0, us), lhs->shape, window, size);
   }
   return d;
 }
@@ -166,6 +197,12 @@ bool reads_a_slice(const HloInstruction& user) {
   return user.opcode == "dynamic-slice" || user.opcode == "slice" || user.opcode == "gather";
 }
 
+// A use of a fusion parameter that costs the TensorCore no load: a collective carried by an async
+// collective fusion (the ICI DMAs move its data), or the root tuple passing it through.
+bool moves_no_data(const HloInstruction& user) {
+  return collective_kind(user.opcode).has_value() || user.opcode == "tuple";
+}
+
 // The HBM bytes a fusion reads of parameter `p`: a slice's where it is only sliced, nothing
 // where it is only updated in place, all of it otherwise; a nested fusion's use is its own.
 int64_t bytes_read(const HloModule& m, const HloComputation& fused, const HloInstruction& p) {
@@ -174,7 +211,9 @@ int64_t bytes_read(const HloModule& m, const HloComputation& fused, const HloIns
   for (const HloInstruction& u : fused.instructions) {
     for (size_t j = 0; j < u.operands.size(); ++j) {
       if (u.operands[j] != p.name) continue;
-      if (j == 0 && reads_a_slice(u)) {
+      if (moves_no_data(u)) {
+        continue;
+      } else if (j == 0 && reads_a_slice(u)) {
         part += u.shape.bytes();
       } else if (u.opcode == "fusion") {
         const HloComputation& nested = m.computation(u.attr("calls"));
@@ -204,6 +243,21 @@ const HloShape& element(const HloShape& s, size_t i) {
 }
 
 }  // namespace
+
+std::optional<CollectiveKind> collective_kind(const std::string& opcode) {
+  static const std::map<std::string, CollectiveKind> kinds = {
+      {"all-reduce", CollectiveKind::all_reduce},
+      {"all-reduce-start", CollectiveKind::all_reduce},
+      {"all-gather", CollectiveKind::all_gather},
+      {"all-gather-start", CollectiveKind::all_gather},
+      {"reduce-scatter", CollectiveKind::reduce_scatter},
+      {"all-to-all", CollectiveKind::all_to_all},
+      {"collective-permute", CollectiveKind::permute},
+      {"collective-permute-start", CollectiveKind::permute}};
+  const auto it = kinds.find(opcode);
+  if (it == kinds.end()) return std::nullopt;
+  return it->second;
+}
 
 HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruction& in) {
   HloWork w;
@@ -241,6 +295,8 @@ HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruc
   for (size_t i = 0; i < results.size(); ++i) {
     const HloShape& s = element(in.shape, i);
     if (s.memory_space == 1 || !results[i]) continue;
+    // Passed through, or the result of a collective the fusion carries: not the core's writes.
+    if (results[i]->opcode == "parameter" || collective_kind(results[i]->opcode)) continue;
     w.writes.push_back({fmt::format("{}.{}", in.name, i), dtype_of_hlo(s.dtype),
                         bytes_written(fused, results[i])});
   }
@@ -254,6 +310,16 @@ namespace {
 constexpr int64_t kLanes = 128, kSublanes = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum class DotSplit { batch, rows, columns, none };
+
+// The batch where the steps divide it, else the longer of rows and columns they divide.
+DotSplit dot_split(const HloDot& d, int64_t steps) {
+  if (d.batch % steps == 0) return DotSplit::batch;
+  const bool rows = d.m % steps == 0, columns = d.n % steps == 0;
+  if (rows && (!columns || d.m >= d.n)) return DotSplit::rows;
+  return columns ? DotSplit::columns : DotSplit::none;
+}
 
 // The kernel for `w` with `steps` grid steps (each step a 1/steps share of everything).
 std::shared_ptr<const Kernel> build(const std::string& name, const HloWork& w, int64_t steps) {
@@ -288,11 +354,15 @@ std::shared_ptr<const Kernel> build(const std::string& name, const HloWork& w, i
     kb.elementwise("EUP work", EwFn::exp, {x}, -1);
   }
   for (const HloDot& d : w.dots) {
-    // The grid splits the batch where it can, else the rows.
-    const int64_t batch = d.batch % steps == 0 ? d.batch / steps : d.batch;
-    const int64_t m = d.batch % steps == 0 ? d.m : std::max<int64_t>(1, d.m / steps);
+    // The grid splits the batch where it can, else the longer of rows and columns (a weight
+    // gradient's few rows against a long contraction: splitting its rows would reload every
+    // weight tile for a handful of rows per step).
+    const DotSplit split = dot_split(d, steps);
+    const int64_t batch = split == DotSplit::batch ? d.batch / steps : d.batch;
+    const int64_t m = split == DotSplit::rows ? std::max<int64_t>(1, d.m / steps) : d.m;
+    const int64_t n = split == DotSplit::columns ? std::max<int64_t>(1, d.n / steps) : d.n;
     const ValueId lhs = kb.temp("lhs", {batch, m, d.k}, d.lhs);
-    const ValueId rhs = kb.temp("rhs", {batch, d.k, d.n}, d.rhs);
+    const ValueId rhs = kb.temp("rhs", {batch, d.k, n}, d.rhs);
     kb.dot(fmt::format("dot {}x{}x{}x{}", d.batch, d.m, d.k, d.n), lhs, rhs, DType::f32,
            DotDims::batched(), d.precision);
   }
@@ -306,13 +376,45 @@ std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork
   // and split the dots evenly.
   for (int64_t steps = 1; steps <= (int64_t{1} << 20); steps *= 2) {
     bool splits = true;
-    for (const HloDot& d : w.dots) splits = splits && (d.batch % steps == 0 || d.m % steps == 0);
+    for (const HloDot& d : w.dots) splits = splits && dot_split(d, steps) != DotSplit::none;
     if (!splits) break;
     auto k = build(name, w, steps);
     if (vmem_usage(*k).total_bytes <= kernels::kXlaVmemBudget) return k;
   }
   throw Error(fmt::format("'{}': no tiling of its work fits {} MiB of VMEM", name,
                           kernels::kXlaVmemBudget >> 20));
+}
+
+// JAX's splash attention (MaxText's attention=flash) when the bridge did not export it:
+// tpusim's own splash schedule (kernels/transformer.h), causal, sized from the call's q and k
+// operands ([batch, heads, seq, head_dim] bf16) and the block size the call records.
+std::shared_ptr<const Kernel> splash_attention_kernel(const HloModule& m,
+                                                      const HloComputation& comp,
+                                                      const HloInstruction& in,
+                                                      const std::string& name) {
+  std::vector<const HloShape*> qk;
+  for (const std::string& o : in.operands)
+    if (const HloInstruction* x = comp.find(o);
+        x && !x->shape.is_tuple() && x->shape.dims.size() == 4 && x->shape.dtype == "bf16")
+      qk.push_back(&x->shape);
+  if (qk.size() < 2)
+    throw Error(
+        fmt::format("{}:{}: splash attention call '{}' has no [batch, heads, seq, dim] "
+                    "q and k operands",
+                    m.file, in.line, in.name));
+  kernels::AttentionShape a;
+  a.batch = qk[0]->dims[0];
+  a.q_heads = qk[0]->dims[1];
+  a.seq = qk[0]->dims[2];
+  a.head_dim = qk[0]->dims[3];
+  a.kv_heads = qk[1]->dims[1];
+  const std::string key = "block_q\\\": ";
+  for (const auto& [attr, text] : in.attrs)
+    if (const auto at = text.find(key); at != std::string::npos)
+      a.block = a.block_compute = std::stoll(text.substr(at + key.size()));
+  if (name.find("_dkv") != std::string::npos) return kernels::attention_backward_dkv(a);
+  if (name.find("_dq") != std::string::npos) return kernels::attention_backward_dq(a);
+  return kernels::attention_forward(a);
 }
 
 Program custom_call_program(const HloModule& m, const HloInstruction& in,

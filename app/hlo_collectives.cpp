@@ -1,0 +1,102 @@
+#include "app/hlo_collectives.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "app/hlo_work.h"
+#include "sim/error.h"
+
+namespace tpusim {
+namespace {
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
+    if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+// mesh['axis_0'=16,'axis_1'=8] {'axis_0'}: the product of the named axes' sizes.
+int64_t mesh_group_size(const HloModule& m, const HloInstruction& in, const std::string& g) {
+  std::map<std::string, int64_t> sizes;
+  const auto close = g.find(']');
+  for (const std::string& a : comma_list(g.substr(5, close - 5))) {
+    const auto eq = a.find('=');
+    if (eq != std::string::npos) sizes[a.substr(0, eq)] = std::stoll(a.substr(eq + 1));
+  }
+  // The axes follow the mesh, or a device_ids attribute that reorders the devices first.
+  const std::string ids = in.attr("device_ids");
+  const std::string& named = ids.empty() ? g : ids;
+  const auto open = named.rfind('{'), end = named.rfind('}');
+  if (open == std::string::npos || end == std::string::npos || end < open)
+    throw Error(fmt::format("{}:{}: '{}': replica groups '{}' name no mesh axes", m.file, in.line,
+                            in.name, g));
+  int64_t n = 1;
+  for (std::string a : comma_list(named.substr(open + 1, end - open - 1))) {
+    // 'axis':(k)m is m devices of the axis, k apart.
+    if (const auto colon = a.find(':'); colon != std::string::npos) {
+      const auto paren = a.find(')', colon);
+      n *= std::stoll(a.substr(paren == std::string::npos ? colon + 1 : paren + 1));
+      continue;
+    }
+    const auto it = sizes.find(a);
+    if (it == sizes.end())
+      throw Error(fmt::format("{}:{}: '{}': replica groups name mesh axis {} it does not define",
+                              m.file, in.line, in.name, a));
+    n *= it->second;
+  }
+  return n;
+}
+
+int64_t replica_group_size(const HloModule& m, const HloInstruction& in) {
+  const std::string g = in.attr("replica_groups");
+  if (g.empty() || g == "{}") return 1;
+  if (g.rfind("mesh[", 0) == 0) return mesh_group_size(m, in, g);
+  if (g[0] == '[') {  // [groups,size]<=[n]
+    const auto comma = g.find(','), close = g.find(']');
+    return std::stoll(g.substr(comma + 1, close - comma - 1));
+  }
+  const auto first = g.find('{', 1), end = g.find('}', 1);
+  if (first == std::string::npos || end == std::string::npos) return 1;
+  const std::string members = g.substr(first + 1, end - first - 1);
+  return 1 + std::count(members.begin(), members.end(), ',');
+}
+
+}  // namespace
+
+// The custom call at the root of an async collective fusion ("AsyncCollectiveStart" or
+// "AsyncCollectiveDone"), "" for any other instruction.
+std::string hlo_async_collective_role(const HloModule& m, const HloInstruction& in) {
+  if (in.opcode != "fusion") return "";
+  const HloInstruction& root = m.computation(in.attr("calls")).root();
+  if (root.opcode != "custom-call") return "";
+  const std::string t = root.attr("custom_call_target");
+  return t.size() >= 2 && t.front() == '"' ? t.substr(1, t.size() - 2) : t;
+}
+
+std::optional<Collective> hlo_collective(const HloModule& m, const HloInstruction& in) {
+  // XLA's TPU async collective fusion: the collective inside, started by this fusion.
+  if (hlo_async_collective_role(m, in) == "AsyncCollectiveStart") {
+    for (const HloInstruction& x : m.computation(in.attr("calls")).instructions)
+      if (auto c = hlo_collective(m, x)) return c;
+    throw Error(fmt::format("{}:{}: '{}' starts no collective", m.file, in.line, in.name));
+  }
+  const auto kind = collective_kind(in.opcode);
+  if (!kind) return std::nullopt;
+  Collective c;
+  c.kind = *kind;
+  const int64_t out = in.shape.is_tuple() ? in.shape.tuple.back().bytes() : in.shape.bytes();
+  c.bytes = out;
+  if (c.kind == CollectiveKind::reduce_scatter) c.bytes = out * replica_group_size(m, in);
+  const int64_t group = c.kind == CollectiveKind::permute ? 2 : replica_group_size(m, in);
+  c.axis = {fmt::format("replica groups of {}", group), group, false};
+  return c;
+}
+
+}  // namespace tpusim

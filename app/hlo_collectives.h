@@ -1,0 +1,23 @@
+// The collectives of an optimized HLO module: what an instruction moves and over how many devices.
+//  - all-gather, all-reduce, reduce-scatter, all-to-all and collective-permute, and their -start
+//    halves; XLA's TPU async collective fusions (a fusion whose root is the custom call
+//    AsyncCollectiveStart starts the collective inside it; AsyncCollectiveDone ends it).
+//  - Replica groups in each form XLA prints: explicit {{0,1},{2,3}}, iota [groups,size]<=[n], and
+//    mesh axes mesh['axis_0'=16,'axis_1'=8] {'axis_0'} (with device_ids {'axis_0':(8)2}: 2
+//    devices of the axis, 8 apart).
+// A collective-permute is one hop to a neighbour (a group of 2).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "app/hlo_text.h"
+#include "sim/ir/program.h"
+
+namespace tpusim {
+
+std::optional<Collective> hlo_collective(const HloModule& m, const HloInstruction& in);
+
+// "AsyncCollectiveStart" or "AsyncCollectiveDone" for an async collective fusion, else "".
+std::string hlo_async_collective_role(const HloModule& m, const HloInstruction& in);
+
+}  // namespace tpusim

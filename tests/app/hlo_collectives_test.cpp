@@ -1,0 +1,154 @@
+// Whole training steps as the TPU compiler writes them: a layer loop whose body gathers each
+// weight with an async collective fusion (MaxText's flags: --xla_tpu_enable_async_collective_
+// fusion...), reduces a gradient with a synchronous all-reduce, and runs a dot the TPU backend
+// writes as a padded-window convolution. The forms are those of the compiled C5 #24 step
+// (v5p-256, libtpu 0.0.42.1): mesh replica groups, device_ids sub-axes, a Pallas call's
+// kernel_metadata printed over two lines.
+#include "app/hlo_collectives.h"
+
+#include <gtest/gtest.h>
+
+#include "app/hlo_import.h"
+#include "app/hlo_work.h"
+
+namespace tpusim {
+namespace {
+
+const char* kStep = R"(HloModule jit_step
+
+%start_computation (param_0: bf16[32,128]) -> (bf16[32,128], bf16[128,128], u32[]) {
+  %param_0 = bf16[32,128]{1,0:T(8,128)(2,1)} parameter(0)
+  %all-gather.1 = bf16[128,128]{1,0:T(8,128)(2,1)} all-gather(%param_0), channel_id=1, replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, dimensions={0}, use_global_device_ids=true
+  ROOT %custom-call.1 = (bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[128,128]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) custom-call(%all-gather.1), custom_call_target="AsyncCollectiveStart"
+}
+
+%done_computation (param_0: bf16[32,128], param_1: bf16[128,128], param_2: u32[]) -> bf16[128,128] {
+  %param_0 = bf16[32,128]{1,0:T(8,128)(2,1)} parameter(0)
+  %param_1 = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(1)
+  %param_2 = u32[]{:S(2)} parameter(2)
+  %all-gather.2 = bf16[128,128]{1,0:T(8,128)(2,1)} all-gather(%param_0), channel_id=1, replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, dimensions={0}, use_global_device_ids=true
+  ROOT %custom-call.2 = bf16[128,128]{1,0:T(8,128)(2,1)} custom-call(%param_0, %param_1, %all-gather.2, %param_2), custom_call_target="AsyncCollectiveDone"
+}
+
+%scale_computation (param_0: bf16[8,512,128]) -> bf16[8,512,128] {
+  %param_0 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} parameter(0)
+  ROOT %multiply.1 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} multiply(%param_0, %param_0)
+}
+
+%dot_computation (param_0: bf16[128,128], param_1: bf16[8,512,128]) -> bf16[8,512,128] {
+  %param_0 = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(0)
+  %bitcast.1 = bf16[128,1,128]{2,1,0:T(8,128)(2,1)} bitcast(%param_0)
+  %param_1 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} parameter(1)
+  ROOT %convolution.1 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} convolution(%bitcast.1, %param_1), window={size=8 pad=7_7 rhs_reversal=1}, dim_labels=f0b_0oi->0fb
+}
+
+%body (p: (s32[], bf16[32,128], bf16[8,512,128])) -> (s32[], bf16[32,128], bf16[8,512,128]) {
+  %p = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) parameter(0)
+  %i = s32[]{:T(128)} get-tuple-element(%p), index=0
+  %w = bf16[32,128]{1,0:T(8,128)(2,1)} get-tuple-element(%p), index=1
+  %x = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} get-tuple-element(%p), index=2
+  %one = s32[]{:T(128)} constant(1)
+  %next = s32[]{:T(128)} add(%i, %one)
+  %start = (bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[128,128]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) fusion(%w), kind=kCustom, calls=%start_computation
+  %s0 = bf16[32,128]{1,0:T(8,128)(2,1)} get-tuple-element(%start), index=0
+  %s1 = bf16[128,128]{1,0:T(8,128)(2,1)} get-tuple-element(%start), index=1
+  %s2 = u32[]{:S(2)} get-tuple-element(%start), index=2
+  %scaled = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%x), kind=kLoop, calls=%scale_computation, frontend_attributes={kernel_metadata={
+"note":"printed over two lines"}}
+  %done = bf16[128,128]{1,0:T(8,128)(2,1)} fusion(%s0, %s1, %s2), kind=kCustom, calls=%done_computation
+  %y = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%done, %scaled), kind=kOutput, calls=%dot_computation
+  %grad = bf16[128,128]{1,0:T(8,128)(2,1)} all-reduce(%done), channel_id=2, replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0':(2)2}, to_apply=%add
+  ROOT %t = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) tuple(%next, %w, %y)
+}
+
+%add (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %sum = bf16[] add(%a, %b)
+}
+
+%cond (q: (s32[], bf16[32,128], bf16[8,512,128])) -> pred[] {
+  %q = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) parameter(0)
+  %j = s32[]{:T(128)} get-tuple-element(%q), index=0
+  ROOT %lt = pred[]{:T(512)} compare(%j, %n), direction=LT
+  %n = s32[]{:T(128)} constant(3)
+}
+
+ENTRY %main (w0: bf16[32,128], x0: bf16[8,512,128]) -> bf16[8,512,128] {
+  %w0 = bf16[32,128]{1,0:T(8,128)(2,1)} parameter(0)
+  %x0 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} parameter(1)
+  %zero = s32[]{:T(128)} constant(0)
+  %init = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) tuple(%zero, %w0, %x0)
+  %loop = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) while(%init), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"3"}}
+  ROOT %out = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} get-tuple-element(%loop), index=2
+}
+)";
+
+int index_of(const Program& p, const std::string& name, int occurrence) {
+  for (size_t i = 0; i < p.items.size(); ++i)
+    if (p.items[i].name == name && occurrence-- == 0) return static_cast<int>(i);
+  return -1;
+}
+
+bool waits_for(const ProgramItem& item, int dep) {
+  return std::find(item.deps.begin(), item.deps.end(), dep) != item.deps.end();
+}
+
+TEST(HloCollectives, ReplicaGroupsOverMeshAxesAndSubAxes) {
+  const HloModule m = parse_hlo(kStep, "step.hlo");
+  const HloComputation& body = m.computation("%body");
+  const auto gather = hlo_collective(m, *body.find("start"));
+  ASSERT_TRUE(gather);
+  EXPECT_EQ(gather->kind, CollectiveKind::all_gather);
+  EXPECT_EQ(gather->axis.size, 4);          // 'axis_0' of the 4 x 2 mesh
+  EXPECT_EQ(gather->bytes, 128 * 128 * 2);  // the gathered result
+  const auto reduce = hlo_collective(m, *body.find("grad"));
+  ASSERT_TRUE(reduce);
+  EXPECT_EQ(reduce->kind, CollectiveKind::all_reduce);
+  EXPECT_EQ(reduce->axis.size, 2);  // {'axis_0':(2)2}: 2 devices of axis_0
+  EXPECT_FALSE(hlo_collective(m, *body.find("done")));
+  EXPECT_EQ(hlo_async_collective_role(m, *body.find("done")), "AsyncCollectiveDone");
+  // The attribute printed over two lines belongs to its instruction.
+  EXPECT_NE(body.find("scaled")->attr("frontend_attributes").find("two lines"), std::string::npos);
+}
+
+TEST(HloCollectives, ALoopWithCollectivesRunsItsIterationsByDataFlow) {
+  const HloProgram h = import_hlo_module(parse_hlo(kStep, "step.hlo"), {});
+  const Program& p = h.program;
+  ASSERT_EQ(h.loops.size(), 1u);  // summarised once, written out three times
+  EXPECT_EQ(h.loops[0].trips, 3);
+  int collectives = 0;
+  for (const ProgramItem& item : p.items)
+    collectives += std::holds_alternative<Collective>(item.what);
+  EXPECT_EQ(collectives, 6);  // a gather and a reduction per iteration
+  for (int t = 0; t < 3; ++t) {
+    const int start = index_of(p, "start", t), scaled = index_of(p, "scaled", t),
+              dot = index_of(p, "y", t), grad = index_of(p, "grad", t);
+    ASSERT_TRUE(start >= 0 && scaled >= 0 && dot >= 0 && grad >= 0) << t;
+    // The gather overlaps the independent fusion; the dot waits for the gathered weight.
+    EXPECT_FALSE(waits_for(p.items[scaled], start)) << t;
+    EXPECT_TRUE(waits_for(p.items[dot], start)) << t;
+    EXPECT_TRUE(waits_for(p.items[dot], scaled)) << t;
+    EXPECT_TRUE(waits_for(p.items[grad], start)) << t;  // it reduces what the gather brought
+    // A synchronous collective holds the cores: the next iteration's first kernel waits.
+    if (t < 2) EXPECT_TRUE(waits_for(p.items[index_of(p, "scaled", t + 1)], grad)) << t;
+  }
+  // One kernel per instruction, its calls counted together.
+  const auto& first = std::get<KernelCall>(p.items[index_of(p, "y", 0)].what).kernel;
+  const auto& last = std::get<KernelCall>(p.items[index_of(p, "y", 2)].what).kernel;
+  EXPECT_EQ(first.get(), last.get());
+}
+
+TEST(HloCollectives, APaddedWindowDotCountsOneTapPerOutput) {
+  // The weight shared by the 8 sequences: each output position sees the one real input position
+  // of the padded window, so K is the 128 features, not 8 x 128.
+  const HloModule m = parse_hlo(kStep, "step.hlo");
+  const HloComputation& body = m.computation("%body");
+  const HloWork w = work_of(m, body, *body.find("y"));
+  ASSERT_EQ(w.dots.size(), 1u);
+  EXPECT_EQ(w.dots[0].k, 128);
+  EXPECT_EQ(w.dots[0].m * w.dots[0].n * w.dots[0].batch, 8 * 512 * 128);
+}
+
+}  // namespace
+}  // namespace tpusim
