@@ -94,8 +94,24 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
   const int64_t out = in.shape.is_tuple() ? in.shape.tuple.back().bytes() : in.shape.bytes();
   c.bytes = out;
   if (c.kind == CollectiveKind::reduce_scatter) c.bytes = out * replica_group_size(m, in);
-  const int64_t group = c.kind == CollectiveKind::permute ? 2 : replica_group_size(m, in);
-  c.axis = {fmt::format("replica groups of {}", group), group, false};
+  if (c.kind == CollectiveKind::permute) {
+    // One hop to a neighbour; a ring's two directions use different links.
+    const std::string pairs = in.attr("source_target_pairs");
+    c.axis = {fmt::format("permute {}", pairs.substr(0, pairs.find('}') + 1)), 2, false};
+    return c;
+  }
+  // The group runs as a ring (both directions of each link) over as many torus dimensions as
+  // the compiler's emitter drives: "StrategyND{... cores:{16 16}}" two, a 1-D emitter
+  // (1DAllGather...) one.
+  const std::string cfg = in.attr("backend_config");
+  int dims = 1;
+  if (const auto at = cfg.find("cores:{"); at != std::string::npos) {
+    const std::string sides = cfg.substr(at + 7, cfg.find('}', at) - at - 7);
+    dims = 1 + static_cast<int>(std::count(sides.begin(), sides.end(), ' '));
+  }
+  std::string axis = in.attr("replica_groups");
+  if (const std::string ids = in.attr("device_ids"); !ids.empty()) axis += " " + ids;
+  c.axis = {axis, replica_group_size(m, in), true, dims};
   return c;
 }
 

@@ -5,7 +5,10 @@
 //  - Replica groups in each form XLA prints: explicit {{0,1},{2,3}}, iota [groups,size]<=[n], and
 //    mesh axes mesh['axis_0'=16,'axis_1'=8] {'axis_0'} (with device_ids {'axis_0':(8)2}: 2
 //    devices of the axis, 8 apart).
-// A collective-permute is one hop to a neighbour (a group of 2).
+// A group runs as a ring over the torus dimensions the compiler's emitter names (backend_config
+// collective_algorithm_config: StrategyND cores:{16 16} is two; 1DAllGather... one), its axis
+// named by its replica groups (collectives over one axis share its links). A collective-permute
+// is one hop to a neighbour over one link, each direction of a ring its own.
 #pragma once
 #include <optional>
 #include <string>

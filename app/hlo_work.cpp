@@ -311,14 +311,27 @@ constexpr int64_t kLanes = 128, kSublanes = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-enum class DotSplit { batch, rows, columns, none };
+// How a grid of `steps` shares a dot: the batch where the steps divide it, else a tile of rows
+// by columns, the split whose smaller side is longest (a weight gradient's few rows against many
+// columns keeps its rows whole rather than reloading every weight tile for a handful of them).
+struct DotSplit {
+  int64_t batch = 1, rows = 1, columns = 1;
+};
 
-// The batch where the steps divide it, else the longer of rows and columns they divide.
-DotSplit dot_split(const HloDot& d, int64_t steps) {
-  if (d.batch % steps == 0) return DotSplit::batch;
-  const bool rows = d.m % steps == 0, columns = d.n % steps == 0;
-  if (rows && (!columns || d.m >= d.n)) return DotSplit::rows;
-  return columns ? DotSplit::columns : DotSplit::none;
+std::optional<DotSplit> dot_split(const HloDot& d, int64_t steps) {
+  if (d.batch % steps == 0) return DotSplit{steps, 1, 1};
+  std::optional<DotSplit> best;
+  int64_t best_side = 0;
+  for (int64_t columns = 1; columns <= steps; columns *= 2) {
+    const int64_t rows = steps / columns;
+    if (d.m % rows != 0 || d.n % columns != 0) continue;
+    const int64_t side = std::min(d.m / rows, d.n / columns);
+    if (!best || side > best_side) {
+      best = DotSplit{1, rows, columns};
+      best_side = side;
+    }
+  }
+  return best;
 }
 
 // The kernel for `w` with `steps` grid steps (each step a 1/steps share of everything).
@@ -354,13 +367,8 @@ std::shared_ptr<const Kernel> build(const std::string& name, const HloWork& w, i
     kb.elementwise("EUP work", EwFn::exp, {x}, -1);
   }
   for (const HloDot& d : w.dots) {
-    // The grid splits the batch where it can, else the longer of rows and columns (a weight
-    // gradient's few rows against a long contraction: splitting its rows would reload every
-    // weight tile for a handful of rows per step).
-    const DotSplit split = dot_split(d, steps);
-    const int64_t batch = split == DotSplit::batch ? d.batch / steps : d.batch;
-    const int64_t m = split == DotSplit::rows ? std::max<int64_t>(1, d.m / steps) : d.m;
-    const int64_t n = split == DotSplit::columns ? std::max<int64_t>(1, d.n / steps) : d.n;
+    const DotSplit split = *dot_split(d, steps);
+    const int64_t batch = d.batch / split.batch, m = d.m / split.rows, n = d.n / split.columns;
     const ValueId lhs = kb.temp("lhs", {batch, m, d.k}, d.lhs);
     const ValueId rhs = kb.temp("rhs", {batch, d.k, n}, d.rhs);
     kb.dot(fmt::format("dot {}x{}x{}x{}", d.batch, d.m, d.k, d.n), lhs, rhs, DType::f32,
@@ -376,7 +384,7 @@ std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork
   // and split the dots evenly.
   for (int64_t steps = 1; steps <= (int64_t{1} << 20); steps *= 2) {
     bool splits = true;
-    for (const HloDot& d : w.dots) splits = splits && dot_split(d, steps) != DotSplit::none;
+    for (const HloDot& d : w.dots) splits = splits && dot_split(d, steps).has_value();
     if (!splits) break;
     auto k = build(name, w, steps);
     if (vmem_usage(*k).total_bytes <= kernels::kXlaVmemBudget) return k;

@@ -1,6 +1,7 @@
 // A program: what one chip runs for a jitted call or a training step. Kernel calls (Pallas kernels
 // and XLA ops) run one after another on the TensorCores; collectives run asynchronously on ICI and
-// overlap compute; an item starts only after the items it depends on have finished.
+// overlap compute (collectives over one mesh axis, by name, one after another on its links; other
+// axes' beside them); an item starts only after the items it depends on have finished.
 #pragma once
 #include <cstdint>
 #include <memory>

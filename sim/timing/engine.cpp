@@ -105,13 +105,16 @@ class Chip : public sc_core::sc_module {
     wait(cycles(chip_.s_to_cycles(chip_.host_dispatch_s)));
     charge_all(Cause::dispatch, now_cycles());
     std::vector<int64_t> done(program_.items.size(), 0);
-    int64_t ici_free = 0, dcn_free = 0, collectives_done = 0;
+    // Collectives over one mesh axis share its links and run one after another; different
+    // axes use different links (or the DCN) and overlap.
+    std::map<std::string, int64_t> link_free;
+    int64_t dcn_free = 0, collectives_done = 0;
     for (size_t i = 0; i < program_.items.size(); ++i) {
       const ProgramItem& item = program_.items[i];
       int64_t deps = 0;
       for (int d : item.deps) deps = std::max(deps, done[d]);
       if (const auto* c = std::get_if<Collective>(&item.what)) {
-        int64_t& free = c->axis.dcn ? dcn_free : ici_free;
+        int64_t& free = c->axis.dcn ? dcn_free : link_free[c->axis.name];
         const int64_t start = std::max({now_cycles(), deps, free});
         free = start + chip_.s_to_cycles(collective_seconds(chip_, *c));
         rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),

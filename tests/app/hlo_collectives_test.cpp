@@ -57,7 +57,7 @@ const char* kStep = R"(HloModule jit_step
 "note":"printed over two lines"}}
   %done = bf16[128,128]{1,0:T(8,128)(2,1)} fusion(%s0, %s1, %s2), kind=kCustom, calls=%done_computation
   %y = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%done, %scaled), kind=kOutput, calls=%dot_computation
-  %grad = bf16[128,128]{1,0:T(8,128)(2,1)} all-reduce(%done), channel_id=2, replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0':(2)2}, to_apply=%add
+  %grad = bf16[128,128]{1,0:T(8,128)(2,1)} all-reduce(%done), channel_id=2, replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0':(2)2}, to_apply=%add, backend_config={"collective_algorithm_config":{"emitter":"RotatedPincerEmitter","strategy":"StrategyND","debug":"StrategyND{colors:2 phases:2 cores:{2 4}}"}}
   ROOT %t = (s32[]{:T(128)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[8,512,128]{2,1,0:T(8,128)(2,1)}) tuple(%next, %w, %y)
 }
 
@@ -105,7 +105,11 @@ TEST(HloCollectives, ReplicaGroupsOverMeshAxesAndSubAxes) {
   const auto reduce = hlo_collective(m, *body.find("grad"));
   ASSERT_TRUE(reduce);
   EXPECT_EQ(reduce->kind, CollectiveKind::all_reduce);
-  EXPECT_EQ(reduce->axis.size, 2);  // {'axis_0':(2)2}: 2 devices of axis_0
+  EXPECT_EQ(reduce->axis.size, 2);        // {'axis_0':(2)2}: 2 devices of axis_0
+  EXPECT_TRUE(gather->axis.wraparound);   // a ring
+  EXPECT_EQ(gather->axis.torus_dims, 1);  // no emitter named: one dimension
+  EXPECT_EQ(reduce->axis.torus_dims, 2);  // StrategyND{... cores:{2 4}}
+  EXPECT_NE(gather->axis.name, reduce->axis.name);
   EXPECT_FALSE(hlo_collective(m, *body.find("done")));
   EXPECT_EQ(hlo_async_collective_role(m, *body.find("done")), "AsyncCollectiveDone");
   // The attribute printed over two lines belongs to its instruction.

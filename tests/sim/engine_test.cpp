@@ -227,5 +227,24 @@ TEST(Engine, CollectiveOverlapsComputeAndDependentKernelWaits) {
   EXPECT_EQ(total_of(r), r.cycles);
 }
 
+TEST(Engine, CollectivesOverOneAxisQueueAndOverTwoAxesOverlap) {
+  ChipSpec chip = round_chip();
+  const auto k = compute_bound(2);
+  const RunResult alone = simulate_kernel(chip, k);
+  auto two_gathers = [&](const std::string& first_axis, const std::string& second_axis) {
+    Program p;
+    p.name = "two gathers";
+    // Each 753 us as above.
+    const int a = p.add_collective(
+        "ag a", {CollectiveKind::all_gather, 45'000'000, {first_axis, 4, false, false}});
+    const int b = p.add_collective(
+        "ag b", {CollectiveKind::all_gather, 45'000'000, {second_axis, 4, false, false}});
+    p.add_kernel(k, {a, b});
+    return simulate(chip, p).cycles;
+  };
+  EXPECT_EQ(two_gathers("fsdp", "fsdp"), 2 * 753'000 + alone.cycles);
+  EXPECT_EQ(two_gathers("fsdp", "tensor"), 753'000 + alone.cycles);
+}
+
 }  // namespace
 }  // namespace tpusim
