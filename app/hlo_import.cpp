@@ -285,7 +285,7 @@ class Importer {
   }
 
   // known_trip_count from the backend config, else `i < N` (or N > i) in the condition with
-  // i's start a constant in the loop's initial tuple and a step of one.
+  // i's start a constant in the loop's initial tuple and its step a constant the body adds.
   int64_t trip_count(const HloComputation& comp, const HloInstruction& w) const {
     const std::string cfg = w.attr("backend_config");
     const auto at = cfg.find("\"known_trip_count\":{\"n\":\"");
@@ -313,7 +313,23 @@ class Importer {
     while (start && start->opcode == "copy") start = comp.find(start->operands.at(0));
     if (!start || start->opcode != "constant")
       return fail("the counter does not start at a constant");
-    return std::max<int64_t>(0, limit - constant_value(*start));
+    const int64_t step = counter_step(m_.computation(w.attr("body")), index);
+    if (step <= 0) return fail("the counter does not grow by a constant");
+    return std::max<int64_t>(0, (limit - constant_value(*start) + step - 1) / step);
+  }
+
+  // What the body adds to tuple element `index` each iteration (a loop the compiler unrolled
+  // adds its unroll factor), 0 if it is not `counter + constant`.
+  int64_t counter_step(const HloComputation& body, int index) const {
+    const HloInstruction& root = body.root();
+    if (root.opcode != "tuple" || index >= static_cast<int>(root.operands.size())) return 0;
+    const HloInstruction* add = body.find(root.operands[index]);
+    if (!add || add->opcode != "add" || add->operands.size() != 2) return 0;
+    for (const std::string& o : add->operands) {
+      const HloInstruction* c = body.find(o);
+      if (c && c->opcode == "constant") return constant_value(*c);
+    }
+    return 0;
   }
 
   std::shared_ptr<const Kernel> pallas_kernel(const HloComputation& comp,

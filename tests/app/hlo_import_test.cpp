@@ -93,6 +93,10 @@ TEST(HloImport, AWhileLoopsTripCountComesFromItsCondition) {
   ASSERT_EQ(w.writes.size(), 1u);
   EXPECT_EQ(w.writes[0].bytes, 8 * 128 * 4);
   EXPECT_EQ(w.eup_elements, 8 * 128);
+  // A loop the compiler unrolled by two (XLA's "wide" windowed einsum bodies) adds 2 a trip.
+  std::string unrolled = kLoop;
+  unrolled.replace(unrolled.find("constant(1)"), 11, "constant(2)");
+  EXPECT_EQ(import_hlo_module(parse_hlo(unrolled, "wide.hlo"), {}).loops.at(0).trips, 5);
 }
 
 TEST(HloImport, ADotFusionCarriesTheCompilersFlops) {
