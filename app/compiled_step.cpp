@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "app/hlo_import.h"
 #include "app/report.h"
 #include "sim/error.h"
+#include "sim/timing/engine.h"
 
 namespace tpusim {
 
@@ -26,6 +29,9 @@ CompiledStep load_compiled_step(const std::string& file) {
     c.device_kind = j.value("device_kind", "");
     c.maxtext_args = j.at("maxtext_args").get<std::vector<std::string>>();
     c.fits = j.at("fits").get<bool>();
+    c.libtpu_init_args = j.value("libtpu_init_args", "");
+    if (j.contains("hlo"))
+      c.hlo = (std::filesystem::path(file).parent_path() / j.at("hlo").get<std::string>()).string();
     if (c.fits) {
       const nlohmann::json& m = j.at("memory");
       c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
@@ -48,6 +54,11 @@ std::string compiled_verdict(const CompiledStep& c) {
   if (std::regex_search(c.message, m, amounts))
     return fmt::format("does not fit ({} needed, {} available)", m[1].str(), m[2].str());
   return fmt::format("does not fit ({})", c.message);
+}
+
+double simulate_compiled_program(const CompiledStep& c, const ChipSpec& chip) {
+  if (c.hlo.empty()) throw Error(fmt::format("{}: holds no optimized HLO", c.file));
+  return simulate(chip, import_hlo(c.hlo).program).time_s;
 }
 
 void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& p) {

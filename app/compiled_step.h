@@ -15,9 +15,11 @@ struct CompiledStep {
   std::string file, topology, device_kind;
   std::vector<std::string> maxtext_args;  // the command line it was compiled from
   bool fits = true;
-  int64_t peak_hbm_bytes = -1;  // arguments + unaliased outputs + temporaries + code; -1: no fit
-  int64_t host_bytes = 0;       // offloaded to pinned host memory by the remat policy
-  std::string message;          // the compiler's out-of-memory message when it does not fit
+  int64_t peak_hbm_bytes = -1;   // arguments + unaliased outputs + temporaries + code; -1: no fit
+  int64_t host_bytes = 0;        // offloaded to pinned host memory by the remat policy
+  std::string message;           // the compiler's out-of-memory message when it does not fit
+  std::string libtpu_init_args;  // the compiler's flags, when the compile set any
+  std::string hlo;               // the optimized HLO (a path beside the file), when written
 };
 
 // Reads a compile-step result; a missing file, malformed JSON or another format is an Error
@@ -26,6 +28,10 @@ CompiledStep load_compiled_step(const std::string& file);
 
 // "25.01 GiB" or "does not fit (<the compiler's reason>)".
 std::string compiled_verdict(const CompiledStep& c);
+
+// The compiled step's optimized HLO (`hlo` in its file) imported and simulated on `chip`: the
+// step's time as the compiler scheduled it, s. An Error if it has no HLO.
+double simulate_compiled_program(const CompiledStep& c, const ChipSpec& chip);
 
 // Puts the compiler's figures beside the model's in `p`; with `use_for_memory` they replace the
 // model's peak and fit verdict (the model's peak stays in p.memory's items).

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
+#include "app/gzip_file.h"
 #include "sim/error.h"
 
 namespace tpusim {
@@ -317,12 +317,6 @@ HloModule parse_hlo(const std::string& text, const std::string& file) {
   return m;
 }
 
-HloModule load_hlo(const std::string& file) {
-  std::ifstream f(file);
-  if (!f) throw Error(fmt::format("{}: cannot open file", file));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_hlo(ss.str(), file);
-}
+HloModule load_hlo(const std::string& file) { return parse_hlo(read_maybe_gzipped(file), file); }
 
 }  // namespace tpusim

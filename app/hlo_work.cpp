@@ -400,22 +400,26 @@ std::shared_ptr<const Kernel> splash_attention_kernel(const HloModule& m,
                                                       const HloComputation& comp,
                                                       const HloInstruction& in,
                                                       const std::string& name) {
-  std::vector<const HloShape*> qk;
+  // [batch, heads, seq, head_dim], or [heads, seq, head_dim] for one sequence.
+  std::vector<std::vector<int64_t>> qk;
   for (const std::string& o : in.operands)
     if (const HloInstruction* x = comp.find(o);
-        x && !x->shape.is_tuple() && x->shape.dims.size() == 4 && x->shape.dtype == "bf16")
-      qk.push_back(&x->shape);
+        x && !x->shape.is_tuple() && x->shape.dtype == "bf16" &&
+        (x->shape.dims.size() == 3 || x->shape.dims.size() == 4)) {
+      qk.push_back(x->shape.dims);
+      if (qk.back().size() == 3) qk.back().insert(qk.back().begin(), 1);
+    }
   if (qk.size() < 2)
     throw Error(
         fmt::format("{}:{}: splash attention call '{}' has no [batch, heads, seq, dim] "
                     "q and k operands",
                     m.file, in.line, in.name));
   kernels::AttentionShape a;
-  a.batch = qk[0]->dims[0];
-  a.q_heads = qk[0]->dims[1];
-  a.seq = qk[0]->dims[2];
-  a.head_dim = qk[0]->dims[3];
-  a.kv_heads = qk[1]->dims[1];
+  a.batch = qk[0][0];
+  a.q_heads = qk[0][1];
+  a.seq = qk[0][2];
+  a.head_dim = qk[0][3];
+  a.kv_heads = qk[1][1];
   const std::string key = "block_q\\\": ";
   for (const auto& [attr, text] : in.attrs)
     if (const auto at = text.find(key); at != std::string::npos)

@@ -1,12 +1,12 @@
 #include "app/profile_import.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 
+#include "app/gzip_file.h"
 #include "app/version.h"
 #include "sim/error.h"
 
@@ -49,21 +49,13 @@ std::string trace_in(const std::string& dir) {
   throw Error(fmt::format("{}: no profile in it (no *.trace.json.gz, no .xplane.pb)", dir));
 }
 
-// The whole file, inflated when it is gzip-compressed (zlib's gzread reads plain files as is).
-std::string read_maybe_gzipped(const std::string& path) {
+// The profile file's text (gzip-compressed or not).
+std::string read_profile_file(const std::string& path) {
   if (path.ends_with(".xplane.pb")) throw Error(xplane_error(path));
   if (!std::filesystem::is_regular_file(path))
     throw Error(
         fmt::format("{}: not a profile file (a Chrome trace JSON, .json or .json.gz)", path));
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
-  if (!f) throw Error(fmt::format("{}: cannot open it", path));
-  std::string text;
-  char buffer[1 << 16];
-  for (int n; (n = gzread(f.get(), buffer, sizeof buffer)) > 0;) text.append(buffer, n);
-  int err = 0;
-  if (const char* m = gzerror(f.get(), &err); err != Z_OK && err != Z_STREAM_END)
-    throw Error(fmt::format("{}: cannot decompress it: {}", path, m));
-  return text;
+  return read_maybe_gzipped(path);
 }
 
 // The per-op annotations XProf's TPU ops may carry that add up over executions.
@@ -141,7 +133,7 @@ Profile load_profile(const std::string& given) {
   const std::string path = std::filesystem::is_directory(given) ? trace_in(given) : given;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_maybe_gzipped(path));
+    j = nlohmann::json::parse(read_profile_file(path));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: not a Chrome trace JSON: {}", path, e.what()));
   }

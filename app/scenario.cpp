@@ -292,6 +292,11 @@ void add_compiled(const Scenario& s, StepPrediction& p) {
   if (s.compiled) apply_compiled(*s.compiled, s.memory_from_compiler, p);
 }
 
+void add_compiled_program(const Scenario& s, StepPrediction& p) {
+  if (s.compiled && !s.compiled->hlo.empty())
+    p.compiled_program_s = simulate_compiled_program(*s.compiled, s.step.chip);
+}
+
 bool is_scenario_key(const std::string& path) {
   const size_t dot = path.rfind('.');
   const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot),
@@ -318,6 +323,7 @@ StepPrediction predict_scenario(const YAML::Node& root, const std::string& file)
   try {
     StepPrediction p = predict_step(s.step);
     add_compiled(s, p);
+    add_compiled_program(s, p);
     return p;
   } catch (const ConfigError&) {
     load_scenario(root, file);  // the same check, naming the file's line and key

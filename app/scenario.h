@@ -36,6 +36,10 @@ struct Scenario {
 // they replace the model's.
 void add_compiled(const Scenario& s, StepPrediction& p);
 
+// With a compiled step that holds its optimized HLO, that program simulated on the scenario's
+// chip into p.compiled_program_s.
+void add_compiled_program(const Scenario& s, StepPrediction& p);
+
 // What loading checks: the configuration and every part's kernels (built and checked against
 // VMEM, the default), or only what the file says (keys, types, ranges, the mesh): a caller that
 // predicts the step next meets the kernels' problems there.

@@ -94,6 +94,12 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   else
     out += "step not timed: it does not fit HBM (--simulate-anyway times it)\n";
   out += peak_hbm_text(p);
+  if (p.compiled_program_s >= 0)
+    out += fmt::format(
+        "  the compiled step's own program (its optimized HLO, the compiler's flags{}) simulated: "
+        "{:.4f} s\n",
+        s.compiled->libtpu_init_args.empty() ? ": XLA's defaults" : " as the run set them",
+        p.compiled_program_s);
   if (!p.timed) return out + memory_text(p);
   out += "by part (per instance; how many the step runs):\n";
   for (const StepPart& part : p.parts)
@@ -164,6 +170,7 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
     j["compiled_fits"] = p.compiled_fits;
     j["compiled_verdict"] = p.compiled_verdict;
   }
+  if (p.compiled_program_s >= 0) j["compiled_program_s"] = p.compiled_program_s;
   json parts = json::array();
   for (const StepPart& part : p.parts) {
     json causes = json::object();
@@ -192,12 +199,24 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   return j;
 }
 
-std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p) {
-  // A log that counted attention in full reports FLOP rates on that count: predict on it too.
+namespace {
+// A log that counted attention in full reports FLOP rates on that count: predictions use it too.
+double flop_count_ratio(const Scenario& s) {
   const StepConfig& c = s.step;
-  const double count_ratio =
-      maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq, s.measured_attention) /
-      maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq);
+  return maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq, s.measured_attention) /
+         maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq);
+}
+}  // namespace
+
+std::optional<double> measured_step_time_s(const Scenario& s, const StepPrediction& p) {
+  if (s.measured.count("step_time_s")) return s.measured.at("step_time_s");
+  if (!s.measured.count("tflops_per_chip")) return std::nullopt;
+  return p.model_flops_per_chip * flop_count_ratio(s) / (s.measured.at("tflops_per_chip") * 1e12);
+}
+
+std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p) {
+  const StepConfig& c = s.step;
+  const double count_ratio = flop_count_ratio(s);
   std::vector<ValidationRow> rows;
   for (const std::string& m : kMetrics)
     if (s.measured.count(m)) {
@@ -264,6 +283,32 @@ std::string compiled_memory_markdown(const std::vector<std::pair<Scenario, StepP
   return out;
 }
 
+// The scenarios whose compiled step holds its optimized HLO: that program simulated beside the
+// step model and the measured step.
+std::string compiled_program_markdown(const std::vector<std::pair<Scenario, StepPrediction>>& all) {
+  std::string out;
+  for (const auto& [s, p] : all) {
+    if (p.compiled_program_s < 0) continue;
+    if (out.empty())
+      out =
+          "\n## The compiled programs simulated\n\n"
+          "The step as the TPU compiler schedules it with the XLA flags of the run's MaxText "
+          "script (scripts/compile_steps.sh): its optimized HLO imported (`tpusim run --hlo`) and "
+          "simulated, beside tpusim's step model. A measured step time given only as TFLOP/s is "
+          "MaxText's FLOP count over it.\n\n"
+          "| scenario | measured step | step model | error | compiled program | error |\n"
+          "|---|---|---|---|---|---|\n";
+    const std::optional<double> measured = measured_step_time_s(s, p);
+    auto error = [&](double predicted) {
+      return measured ? fmt::format("{:+.1f}%", 100 * (predicted / *measured - 1)) : "-";
+    };
+    out += fmt::format("| {} | {} | {:.3f} s | {} | {:.3f} s | {} |\n", cell(s.name),
+                       measured ? fmt::format("{:.3f} s", *measured) : "-", p.step_time_s,
+                       error(p.step_time_s), p.compiled_program_s, error(p.compiled_program_s));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string validation_markdown(const std::vector<ValidationRow>& rows,
@@ -297,7 +342,7 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
                       100 * p.mfu, format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "yes" : "no",
                       p.compiled_verdict.empty() ? "-" : cell(p.compiled_verdict));
   }
-  return out + compiled_memory_markdown(compiled);
+  return out + compiled_program_markdown(compiled) + compiled_memory_markdown(compiled);
 }
 
 std::string batch_split_text(const StepConfig& c, const std::vector<BatchSplit>& split) {

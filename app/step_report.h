@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ValidationRow {
   double error_pct() const { return 100.0 * (predicted - measured) / measured; }
 };
 std::vector<ValidationRow> validation_rows(const Scenario& s, const StepPrediction& p);
+// The measured step time: as measured, or MaxText's FLOP count over the measured TFLOP/s;
+// nullopt when neither was measured.
+std::optional<double> measured_step_time_s(const Scenario& s, const StepPrediction& p);
 
 // The validation report: every row, then the median and maximum absolute error, and the
 // predictions of the scenarios without measurements (the blind set).

@@ -112,6 +112,7 @@ void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) 
   if (p.fits_hbm || simulate_anyway) {
     p = predict_step(sc.step);
     add_compiled(sc, p);
+    add_compiled_program(sc, p);
   }
   const std::vector<BatchSplit> split =
       p.timed ? batch_split(sc.step, p) : std::vector<BatchSplit>{};

@@ -17,6 +17,10 @@ files=("$@")
 for f in "${files[@]}"; do
   grep -qE "^(rows|source):" "$f" && continue  # a micro-benchmark or ratio table, not a step
   stem=$(basename "$f" .yaml)
+  if grep -q "^compiled: .*compiled/steps/" "$f"; then
+    echo "skip $stem: compiled with its run's flags by scripts/compile_steps.sh"
+    continue
+  fi
   if ! args=$(build/tpusim export maxtext "$f" 2>&1); then
     echo "skip $stem: ${args#tpusim: error: }"
     continue

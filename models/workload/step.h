@@ -56,6 +56,9 @@ struct StepPrediction {
   std::string compiled_verdict;
   std::string memory_source = "model";
   int64_t model_peak_hbm_bytes = -1;  // tpusim's own peak when the compiler's replaced it
+  // The compiled step's own program (its optimized HLO, compiled with the run's XLA flags)
+  // simulated on the chip, s; -1 when the scenario's compiled step has no HLO.
+  double compiled_program_s = -1;
   // false: only the memory and the FLOP count (predict_memory); no time, no parts.
   bool timed = true;
 };

@@ -29,7 +29,9 @@ Delta Net layers with MaxText's own XLA path (gdn_step.py).
 from __future__ import annotations
 
 import functools
+import gzip
 import math
+import os
 import re
 
 from tpusim_jax.export import ExportError
@@ -400,6 +402,9 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
     result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
               "device_kind": devices[0].device_kind, "chips": len(devices) // slices,
               "slices_compiled": slices, "versions": versions()}
+    # The compiler's flags decide its schedule (async collective fusion, windowed einsums).
+    if os.environ.get("LIBTPU_INIT_ARGS"):
+        result["libtpu_init_args"] = os.environ["LIBTPU_INIT_ARGS"]
     with jax.default_device(devices[0]):
         lowered = step.lower(*args)
         try:
@@ -412,6 +417,9 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
             return result
     result.update(fits=True, memory=memory_summary(compiled), cost=cost_summary(compiled))
     if hlo_path:
-        with open(hlo_path, "w") as f:
+        # A .gz path is written compressed; the result names the file (beside it) for tpusim.
+        opener = gzip.open if hlo_path.endswith(".gz") else open
+        with opener(hlo_path, "wt") as f:
             f.write(compiled.as_text())
+        result["hlo"] = os.path.basename(hlo_path)
     return result

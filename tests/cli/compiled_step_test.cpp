@@ -85,6 +85,30 @@ TEST_F(Cli, TheCompilersPeakStandsBesideTheModels) {
   EXPECT_NE(j["peak_hbm_bytes"], compiled["memory"]["total_bytes"]);
 }
 
+// A compiled step that holds its optimized HLO (scripts/compile_steps.sh, with the run's flags):
+// `run` simulates that program beside the step model, the same time `run --hlo` gives it.
+TEST_F(Cli, TheCompiledProgramIsSimulatedBesideTheStepModel) {
+  const std::string steps = std::string(TPUSIM_SOURCE_DIR) + "/scenarios/compiled/steps/";
+  const std::string scenario =
+      std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml";
+  CmdResult r = run("run " + scenario + " --json " + path("s.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("the compiled step's own program (its optimized HLO, the compiler's flags "
+                       "as the run set them) simulated: "),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("s.json")));
+  r = run("run --hlo " + steps + "c3_41_v5e_maxtext-16b.hlo.gz --chip v5e --json " +
+          path("h.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto h = nlohmann::json::parse(slurp(path("h.json")));
+  EXPECT_EQ(j["compiled_program_s"], h["time_s"]);
+  EXPECT_NE(j["compiled_program_s"], j["step_time_s"]);  // a second prediction, not a copy
+  // The layer loop's FSDP gathers are in it: collectives over 256 chips.
+  EXPECT_NE(r.out.find("while while."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("32 trips"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, MemoryCompilerTakesTheCompilersPeakAndVerdict) {
   std::ofstream(path("c.yaml")) << slurp(kData + "small.yaml") << "memory: compiler\n";
   // The compiled file and the model are named relative to the scenario: copy them beside it.

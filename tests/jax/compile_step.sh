@@ -9,9 +9,11 @@ source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
 for s in small small_oom small_gdn small_moe small_moe_ep small_2slices; do
+  hlo=()
+  [ "$s" = small ] && hlo=(--hlo "$dir/small.hlo.gz")
   # shellcheck disable=SC2046
   $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
-    >"$dir/log" 2>"$dir/err"
+    "${hlo[@]}" >"$dir/log" 2>"$dir/err"
   $py - "$data/$s.json" "$dir/$s.json" <<'PY'
 import json, sys
 committed, fresh = (json.load(open(p)) for p in sys.argv[1:])
@@ -20,6 +22,12 @@ for key in ("maxtext_args", "topology", "fits", "memory", "message", "slices_com
 PY
   if [ "$s" = small_oom ]; then grep -q "does not fit: RESOURCE_EXHAUSTED" "$dir/err"; fi
 done
+
+# The optimized HLO of the whole step (its layer loop gathers each weight over the 4 chips),
+# named in the result and simulated by tpusim.
+grep -q '"hlo": "small.hlo.gz"' "$dir/small.json"
+"$tpusim" run --hlo "$dir/small.hlo.gz" --chip v5e >"$dir/run"
+grep -q "^chip v5e  time" "$dir/run" && grep -q "^while .*: 4 trips" "$dir/run"
 
 # What the compiled step does not model: one line, exit 2, nothing written.
 expect_refusal() {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Whole training steps as the TPU compiler builds them with the XLA flags of the runs they
+# compare with: each calibration scenario below compiled by `python -m tpusim_jax compile-step`
+# with LIBTPU_INIT_ARGS read from the MaxText script of that run (the pinned MaxText wheel's
+# maxtext/configs/tpu/...), written to scenarios/compiled/steps/<stem>.json (its flags recorded)
+# and <stem>.hlo.gz (the optimized HLO, named in the JSON). A scenario whose `compiled:` is that
+# JSON gets the compiled program simulated beside its step model (`tpusim run`, `validate`;
+# docs/compiler_import.md, "Whole compiled steps"). Needs scripts/setup.sh's .venv; about 15
+# minutes of 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=scenarios/compiled/steps
+mkdir -p "$out"
+wheel=$(ls .venv/wheels/maxtext-*.whl)
+
+# The LIBTPU_INIT_ARGS a MaxText script of the wheel exports.
+flags_of() {
+  .venv/bin/python - "$wheel" "$1" <<'EOF'
+import re, sys, zipfile
+text = zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode()
+print(re.search(r'LIBTPU_INIT_ARGS="([^"]*)"', text).group(1))
+EOF
+}
+
+compile() {  # scenario, the MaxText script of its run
+  local stem args flags
+  stem=$(basename "$1" .yaml)
+  args=$(build/tpusim export maxtext "$1")
+  flags=$(flags_of "$2")
+  # shellcheck disable=SC2086
+  (cd python && LIBTPU_INIT_ARGS="$flags" JAX_PLATFORMS=cpu ../.venv/bin/python -m \
+    tpusim_jax compile-step $args -o "../$out/$stem.json" --hlo "../$out/$stem.hlo.gz")
+}
+
+compile scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh
+compile scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml maxtext/configs/tpu/v5p/128b.sh
+compile scenarios/calibration/c5/c5_44_v5e-256_maxtext-128b.yaml maxtext/configs/tpu/v5e/128b.sh
+# MaxText's own script for GPT-3 175B on v6e-256 (batch 3, remat full, fsdp over all chips): the
+# tpu-recipes run of C5 #14 has the same shape; its own flags are not among the facts.
+compile scenarios/calibration/c5/c5_14_v6e-256_gpt3-175b.yaml maxtext/configs/tpu/v6e/gpt3_175b.sh
