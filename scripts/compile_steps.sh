@@ -5,8 +5,9 @@
 # maxtext/configs/tpu/...), written to scenarios/compiled/steps/<stem>.json (its flags recorded)
 # and <stem>.hlo.gz (the optimized HLO, named in the JSON). A scenario whose `compiled:` is that
 # JSON gets the compiled program simulated beside its step model (`tpusim run`, `validate`;
-# docs/compiler_import.md, "Whole compiled steps"). Needs scripts/setup.sh's .venv; about 15
-# minutes of 2 cores.
+# docs/compiler_import.md, "Whole compiled steps").
+# Needs scripts/setup.sh's .venv; about 20 minutes of 2 cores.
+# Usage: scripts/compile_steps.sh [STEM ...]   (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=scenarios/compiled/steps
@@ -22,9 +23,12 @@ print(re.search(r'LIBTPU_INIT_ARGS="([^"]*)"', text).group(1))
 EOF
 }
 
+# With arguments, only the scenarios whose file stems are named (c1_main c3_41_v5e_maxtext-16b ...).
+only=("$@")
 compile() {  # scenario, the MaxText script of its run
   local stem args flags
   stem=$(basename "$1" .yaml)
+  if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ \ $stem\  ]]; then return; fi
   args=$(build/tpusim export maxtext "$1")
   flags=$(flags_of "$2")
   # shellcheck disable=SC2086
@@ -33,6 +37,9 @@ compile() {  # scenario, the MaxText script of its run
 }
 
 compile scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh
+# C1's main build (MaxText PR #4348 on v5e-256): its run's flags are not public; MaxText's own
+# v5e flags (those of every v5e script of the wheel) are assumed.
+compile scenarios/calibration/c1/c1_main.yaml maxtext/configs/tpu/v5e/16b.sh
 compile scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml maxtext/configs/tpu/v5p/128b.sh
 compile scenarios/calibration/c5/c5_44_v5e-256_maxtext-128b.yaml maxtext/configs/tpu/v5e/128b.sh
 # MaxText's own script for GPT-3 175B on v6e-256 (batch 3, remat full, fsdp over all chips): the

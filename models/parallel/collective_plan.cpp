@@ -7,11 +7,18 @@
 namespace tpusim {
 
 // Per layer: the FSDP all-gather of its weights hides behind the forward, the second all-gather
-// and the gradient reduce-scatter behind the recompute + backward; tensor-parallel all-reduces
+// behind the recompute + backward, and so does the gradient reduce-scatter except on a pure-FSDP
+// mesh, where the compiled step all-reduces the gradient synchronously; tensor-parallel all-reduces
 // of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
 // backward). Under context parallelism an attention layer all-gathers the keys and values over
 // the context axis before its attention kernel (forward and recompute) and reduce-scatters their
 // gradients after it: on the critical path.
+bool synchronous_gradient_reduction(const StepConfig& c) {
+  // With tensor parallelism (C5 #24, #44) the compiled backward loop holds no gradient
+  // all-reduce; nothing was compiled with the expert or context axes and the runs' flags.
+  return c.mesh.tensor == 1 && c.mesh.expert == 1 && c.mesh.context == 1;
+}
+
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s) {
   const bool moe_layer = c.model.is_moe() && kind != PartKind::embedding;
@@ -32,10 +39,19 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const int64_t bytes_bf16 = params / c.mesh.tensor * kBf16,
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
-    const double rs =
-        collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
-    exposed += std::max(0.0, ag - forward_s) + std::max(0.0, ag + rs - backward_s);
-    total += 2 * ag + rs;
+    if (synchronous_gradient_reduction(c)) {
+      // The compiled pure-FSDP steps (C3 #41, C5 #14 with their runs' flags) all-reduce each
+      // weight's gradient in bf16 and keep their slice, synchronously in the backward loop's body
+      // (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
+      const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes_bf16, fsdp});
+      exposed += std::max(0.0, ag - forward_s) + ar + std::max(0.0, ag - backward_s);
+      total += 2 * ag + ar;
+    } else {
+      const double rs =
+          collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
+      exposed += std::max(0.0, ag - forward_s) + std::max(0.0, ag + rs - backward_s);
+      total += 2 * ag + rs;
+    }
   }
   if (c.mesh.tensor > 1) {
     const MeshAxis tp = c.axis("tensor", c.mesh.tensor, true);
@@ -71,9 +87,9 @@ CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backwa
   const ModelConfig& m = c.model;
   const MeshAxis axis{"data", c.mesh.data, false, 1, true};
   auto all_reduce = [&](int64_t params) {
-    return collective_seconds(c.chip, {CollectiveKind::all_reduce,
-                                       byte_size(DType::bf16) * params / c.mesh.weight_shards(),
-                                       axis});
+    return collective_seconds(c.chip,
+                              {CollectiveKind::all_reduce,
+                               byte_size(DType::bf16) * params / c.mesh.weight_shards(), axis});
   };
   // The compiled multi-slice step (docs/compiler_import.md, "Data parallelism over DCN"): each
   // scanned iteration's gradient shard is all-reduced over the slices in bf16, its sends issued

@@ -1,6 +1,7 @@
 // The collectives of a training step and what they cost, in one place: per layer the FSDP weight
-// all-gathers and gradient reduce-scatter (hidden behind the layer's compute as XLA's
-// asynchronous collectives are; only the excess is exposed), the tensor-parallel activation
+// all-gathers and gradient reduction (hidden behind the layer's compute as XLA's asynchronous
+// collectives are, only the excess exposed; on a pure-FSDP mesh the gradient's bf16 all-reduce
+// is synchronous, as the compiled steps run it), the tensor-parallel activation
 // all-reduces and the context-parallel key/value gather and gradient scatter (on the critical
 // path); the data-parallel gradient all-reduce over DCN (per layer iteration, pipelined behind
 // the backward loop, its last iteration and the embedding exposed).
@@ -22,6 +23,10 @@ struct CollectiveTime {
 // What a part's collectives depend on: an attention layer gathers keys and values over the context
 // axis; a layer (either kind) of an MoE model moves its token copies over the expert axis.
 enum class PartKind { attention_layer, gdn_layer, embedding };
+
+// Whether the step reduces each layer's gradient synchronously (exposed) rather than behind the
+// backward: what the compiled pure-FSDP steps do (fsdp only; tensor, expert and context 1).
+bool synchronous_gradient_reduction(const StepConfig& c);
 
 // One layer (or the embedding, with `params` its parameters) given its compute time in the
 // forward pass and in the recompute + backward.

@@ -118,6 +118,28 @@ TEST(Step, TheDcnGradientAllReduceIsPipelinedPerLayer) {
   EXPECT_NEAR(dcn.exposed_s, per_layer + embedding, 1e-12);
 }
 
+// On a pure-FSDP mesh the compiled step all-reduces each layer's bf16 gradient synchronously in
+// the backward loop (C3 #41, C5 #14 compiled with their runs' flags): exposed whatever compute
+// surrounds it, while the weight gathers hide behind a second of compute. With tensor
+// parallelism the gradient reduction hides as before.
+TEST(Step, APureFsdpStepExposesItsGradientAllReduce) {
+  StepConfig c = tiny_step(8);
+  const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
+  const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp});
+  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
+  ASSERT_TRUE(synchronous_gradient_reduction(c));
+  const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1);
+  EXPECT_DOUBLE_EQ(t.exposed_s, ar);
+  EXPECT_DOUBLE_EQ(t.total_s, 2 * ag + ar);
+  c.mesh = {1, 4, 2};
+  ASSERT_FALSE(synchronous_gradient_reduction(c));
+  const CollectiveTime tp = layer_collectives(c, layer, PartKind::attention_layer, 1, 1);
+  const double tp_all_reduce = collective_seconds(
+      c.chip, {CollectiveKind::all_reduce, c.local().tokens * 1024 * 2, c.axis("tensor", 2, true)});
+  EXPECT_NEAR(tp.exposed_s, 6 * tp_all_reduce, 1e-15);  // the gradient hides
+}
+
 TEST(Memory, SmallModelByHand) {
   StepConfig c = tiny_step(8);
   const StepPrediction p = predict_step(c);
@@ -372,7 +394,15 @@ TEST(Moe, ExpertParallelCollectivesByPath) {
   const CollectiveTime fsdp =
       layer_collectives(mixtral_ep(false, 1), params, PartKind::attention_layer, 1, 1);
   EXPECT_EQ(dense.exposed_s, 0);
-  EXPECT_DOUBLE_EQ(dense.total_s, fsdp.total_s);
+  // The same collectives as plain fsdp over 16 chips, but for how the gradient is reduced (a
+  // pure-FSDP mesh all-reduces it in bf16, this one reduce-scatters it in f32).
+  const StepConfig plain = mixtral_ep(false, 1);
+  const MeshAxis sixteen = plain.axis("fsdp", 16, false);
+  const double grad_rs =
+      collective_seconds(plain.chip, {CollectiveKind::reduce_scatter, params * 4, sixteen});
+  const double grad_ar =
+      collective_seconds(plain.chip, {CollectiveKind::all_reduce, params * 2, sixteen});
+  EXPECT_NEAR(dense.total_s, fsdp.total_s - grad_ar + grad_rs, 1e-12);
   EXPECT_GT(dense.total_s, s.total_s - 6 * a2a);  // every expert gathered, not a quarter of them
 }
 
