@@ -176,8 +176,13 @@ class Importer {
   Value unroll(const HloComputation& comp, const HloInstruction& w, Value carry) {
     const HloComputation& body = m_.computation(w.attr("body"));
     HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
-    for (const HloInstruction& in : body.instructions)
+    for (const HloInstruction& in : body.instructions) {
       if (!is_free(in) && !is_async_done(in)) s.body_ops.push_back(in.name);
+      if (const auto c = collective(in)) {
+        (is_async_start(in) ? s.async_collectives : s.sync_collectives) += 1;
+        (is_async_start(in) ? s.async_collective_bytes : s.sync_collective_bytes) += c->bytes;
+      }
+    }
     if (unrolled_.insert(body.name + "/" + w.name).second) loops_.push_back(s);
     for (int64_t t = 0; t < s.trips; ++t) carry = emit(body, {carry});
     return carry;

@@ -27,6 +27,10 @@ struct HloLoopSummary {
   std::string name, op_name;
   int64_t trips = 0;
   std::vector<std::string> body_ops;  // the body's instructions that do work, by name
+  // The body's own collectives per trip (not those of loops nested in it): synchronous ones hold
+  // the cores, asynchronous ones (-start, async collective fusions) overlap work.
+  int sync_collectives = 0, async_collectives = 0;
+  int64_t sync_collective_bytes = 0, async_collective_bytes = 0;
 };
 
 struct HloProgram {

@@ -96,9 +96,9 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
   out += peak_hbm_text(p);
   if (p.compiled_program_s >= 0)
     out += fmt::format(
-        "  the compiled step's own program (its optimized HLO, the compiler's flags{}) simulated: "
-        "{:.4f} s\n",
-        s.compiled->libtpu_init_args.empty() ? ": XLA's defaults" : " as the run set them",
+        "  the compiled step's own program (its optimized HLO, {}) simulated: {:.4f} s\n",
+        s.compiled->libtpu_init_args.empty() ? "XLA's default flags"
+                                             : "the LIBTPU_INIT_ARGS its compile recorded",
         p.compiled_program_s);
   if (!p.timed) return out + memory_text(p);
   out += "by part (per instance; how many the step runs):\n";
@@ -293,8 +293,10 @@ std::string compiled_program_markdown(const std::vector<std::pair<Scenario, Step
       out =
           "\n## The compiled programs simulated\n\n"
           "The step as the TPU compiler schedules it with the XLA flags of the run's MaxText "
-          "script (scripts/compile_steps.sh): its optimized HLO imported (`tpusim run --hlo`) and "
-          "simulated, beside tpusim's step model. A measured step time given only as TFLOP/s is "
+          "script (scripts/compile_steps.sh; for C1 and C5 #14, whose runs' flags are not public, "
+          "MaxText's own script for the chip): its optimized HLO imported (`tpusim run --hlo`) "
+          "and simulated, beside tpusim's step model. A measured step time given only as TFLOP/s "
+          "is "
           "MaxText's FLOP count over it.\n\n"
           "| scenario | measured step | step model | error | compiled program | error |\n"
           "|---|---|---|---|---|---|\n";

@@ -32,9 +32,15 @@ namespace {
 // The compiler's view beside the simulation: its while loops, its cost model's estimate of the
 // fusions and its memory analysis.
 void print_compiled(const HloProgram& h, const RunResult& r) {
-  for (const HloLoopSummary& l : h.loops)
-    std::cout << fmt::format("while {}: {} trips, {} ops per trip ({})\n", l.name, l.trips,
-                             l.body_ops.size(), l.op_name);
+  for (const HloLoopSummary& l : h.loops) {
+    std::string collectives;
+    if (l.sync_collectives + l.async_collectives > 0)
+      collectives = fmt::format(", collectives per trip: {} synchronous ({}), {} asynchronous ({})",
+                                l.sync_collectives, format_bytes(l.sync_collective_bytes),
+                                l.async_collectives, format_bytes(l.async_collective_bytes));
+    std::cout << fmt::format("while {}: {} trips, {} ops per trip{} ({})\n", l.name, l.trips,
+                             l.body_ops.size(), collectives, l.op_name);
+  }
   if (!h.estimated_cycles.empty() && !h.chip.empty()) {
     const CompilerEstimate e = compiler_estimate(h, r, load_chip(h.chip).clock_hz);
     std::cout << fmt::format(

@@ -40,6 +40,7 @@ compile scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml maxtext/configs/tpu/
 # C1's main build (MaxText PR #4348 on v5e-256): its run's flags are not public; MaxText's own
 # v5e flags (those of every v5e script of the wheel) are assumed.
 compile scenarios/calibration/c1/c1_main.yaml maxtext/configs/tpu/v5e/16b.sh
+compile scenarios/calibration/c3/c3_42_v5e_maxtext-32b.yaml maxtext/configs/tpu/v5e/32b.sh
 compile scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml maxtext/configs/tpu/v5p/128b.sh
 compile scenarios/calibration/c5/c5_44_v5e-256_maxtext-128b.yaml maxtext/configs/tpu/v5e/128b.sh
 # MaxText's own script for GPT-3 175B on v6e-256 (batch 3, remat full, fsdp over all chips): the

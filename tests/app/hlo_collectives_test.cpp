@@ -121,6 +121,10 @@ TEST(HloCollectives, ALoopWithCollectivesRunsItsIterationsByDataFlow) {
   const Program& p = h.program;
   ASSERT_EQ(h.loops.size(), 1u);  // summarised once, written out three times
   EXPECT_EQ(h.loops[0].trips, 3);
+  EXPECT_EQ(h.loops[0].async_collectives, 1);  // the gather
+  EXPECT_EQ(h.loops[0].async_collective_bytes, 128 * 128 * 2);
+  EXPECT_EQ(h.loops[0].sync_collectives, 1);  // the gradient's all-reduce
+  EXPECT_EQ(h.loops[0].sync_collective_bytes, 128 * 128 * 2);
   int collectives = 0;
   for (const ProgramItem& item : p.items)
     collectives += std::holds_alternative<Collective>(item.what);

@@ -93,8 +93,8 @@ TEST_F(Cli, TheCompiledProgramIsSimulatedBesideTheStepModel) {
       std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml";
   CmdResult r = run("run " + scenario + " --json " + path("s.json"));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("the compiled step's own program (its optimized HLO, the compiler's flags "
-                       "as the run set them) simulated: "),
+  EXPECT_NE(r.out.find("the compiled step's own program (its optimized HLO, the LIBTPU_INIT_ARGS "
+                       "its compile recorded) simulated: "),
             std::string::npos)
       << r.out;
   const auto j = nlohmann::json::parse(slurp(path("s.json")));
