@@ -32,6 +32,8 @@ CompiledStep load_compiled_step(const std::string& file) {
     c.libtpu_init_args = j.value("libtpu_init_args", "");
     if (j.contains("hlo"))
       c.hlo = (std::filesystem::path(file).parent_path() / j.at("hlo").get<std::string>()).string();
+    if (!c.hlo.empty() && !std::filesystem::is_regular_file(c.hlo))
+      throw Error(fmt::format("{}: its optimized HLO {} is missing", file, c.hlo));
     if (c.fits) {
       const nlohmann::json& m = j.at("memory");
       c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
