@@ -39,6 +39,7 @@ eval "$G --kernel gdn-invert --compare gdn-solve-triangular --seq 1024 --screens
 eval "$G scenarios/calibration/c1/c1_ladder.yaml --screenshot docs/img/gui_step.png"
 eval "$G scenarios/calibration/c1/c1_ladder.yaml --compare-scenario scenarios/calibration/c1/c1_main.yaml --screenshot docs/img/gui_compare_steps.png"
 eval "$G tests/data/profile/small_step.yaml --profile tests/data/profile/small_step_trace.json.gz --screenshot docs/img/gui_step_measured.png"
+eval "$G --hlo scenarios/compiled/steps/c3_41_v5e_maxtext-16b.hlo.gz --chip v5e --screenshot docs/img/gui_compiled_step.png"
 # Scripted: a click on layers 0-2's GDN forward, then on a kernel of it; the scan's critical path.
 script=$(mktemp)
 printf 'click 200 439\nwait 3\nclick 1475 668\nwait 3\nclick 482 622\nwait 3\nscreenshot docs/img/gui_step_drill.png\n' >"$script"
