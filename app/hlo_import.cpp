@@ -175,25 +175,31 @@ class Importer {
   // data flow allows (a Loop item holds kernels only).
   Value unroll(const HloComputation& comp, const HloInstruction& w, Value carry) {
     const HloComputation& body = m_.computation(w.attr("body"));
-    HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
-    for (const HloInstruction& in : body.instructions) {
-      if (!is_free(in) && !is_async_done(in)) s.body_ops.push_back(in.name);
-      if (const auto c = collective(in)) {
-        (is_async_start(in) ? s.async_collectives : s.sync_collectives) += 1;
-        (is_async_start(in) ? s.async_collective_bytes : s.sync_collective_bytes) += c->bytes;
+    const int64_t trips = trip_count(comp, w);
+    if (unrolled_.insert(body.name + "/" + w.name).second) {  // summarised once
+      HloLoopSummary s{w.name, w.op_name(), trips, {}};
+      for (const HloInstruction& in : body.instructions) {
+        if (!is_free(in) && !is_async_done(in)) s.body_ops.push_back(in.name);
+        if (const auto c = collective(in)) {
+          (is_async_start(in) ? s.async_collectives : s.sync_collectives) += 1;
+          (is_async_start(in) ? s.async_collective_bytes : s.sync_collective_bytes) += c->bytes;
+        }
       }
+      loops_.push_back(s);
     }
-    if (unrolled_.insert(body.name + "/" + w.name).second) loops_.push_back(s);
-    for (int64_t t = 0; t < s.trips; ++t) carry = emit(body, {carry});
+    for (int64_t t = 0; t < trips; ++t) carry = emit(body, {carry});
     return carry;
   }
 
-  bool holds_collectives(const HloComputation& comp) const {
-    for (const HloInstruction& in : comp.instructions) {
-      if (collective(in)) return true;
-      if (in.opcode == "while" && holds_collectives(m_.computation(in.attr("body")))) return true;
-    }
-    return false;
+  // Whether `comp` or a loop nested in it holds a collective (asked once per computation).
+  bool holds_collectives(const HloComputation& comp) {
+    if (const auto it = holds_collectives_.find(comp.name); it != holds_collectives_.end())
+      return it->second;
+    bool holds = false;
+    for (const HloInstruction& in : comp.instructions)
+      holds = holds || collective(in) ||
+              (in.opcode == "while" && holds_collectives(m_.computation(in.attr("body"))));
+    return holds_collectives_[comp.name] = holds;
   }
 
   std::optional<Collective> collective(const HloInstruction& in) const {
@@ -388,6 +394,7 @@ class Importer {
   std::vector<int> blocking_;  // synchronous collectives the next kernel waits for
   std::map<std::string, Program> work_cache_;
   std::set<std::string> unrolled_;
+  std::map<std::string, bool> holds_collectives_;
 };
 
 }  // namespace
