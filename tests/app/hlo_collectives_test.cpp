@@ -10,6 +10,7 @@
 
 #include "app/hlo_import.h"
 #include "app/hlo_work.h"
+#include "kernels/transformer.h"
 
 namespace tpusim {
 namespace {
@@ -156,6 +157,30 @@ TEST(HloCollectives, APaddedWindowDotCountsOneTapPerOutput) {
   ASSERT_EQ(w.dots.size(), 1u);
   EXPECT_EQ(w.dots[0].k, 128);
   EXPECT_EQ(w.dots[0].m * w.dots[0].n * w.dots[0].batch, 8 * 512 * 128);
+}
+
+// A splash attention call the bridge did not export runs as tpusim's splash schedule, sized from
+// its q and k operands and the block size its metadata records.
+TEST(HloCollectives, ASplashAttentionCallRunsAsTpusimsSplashSchedule) {
+  const char* text = R"(HloModule jit_attention
+
+ENTRY %main (q: bf16[2,4,1024,128], k: bf16[2,4,1024,128], v: bf16[2,4,1024,128]) -> bf16[2,4,1024,128] {
+  %q = bf16[2,4,1024,128]{3,2,1,0} parameter(0)
+  %k = bf16[2,4,1024,128]{3,2,1,0} parameter(1)
+  %v = bf16[2,4,1024,128]{3,2,1,0} parameter(2)
+  ROOT %splash_mha_fwd_residuals.3 = bf16[2,4,1024,128]{3,2,1,0} custom-call(%q, %k, %v), custom_call_target="tpu_custom_call", frontend_attributes={kernel_metadata={
+"xprof_metadata":"{\"block_q\": 256, \"block_kv\": 256}"}}, metadata={op_name="jit(f)/splash_mha_fwd_residuals/pallas_call"}
+}
+)";
+  const HloProgram h = import_hlo_module(parse_hlo(text, "attention.hlo"), {});
+  ASSERT_EQ(h.program.items.size(), 1u);
+  const auto& kernel = std::get<KernelCall>(h.program.items[0].what).kernel;
+  kernels::AttentionShape a;
+  a.batch = 2, a.q_heads = 4, a.kv_heads = 4, a.seq = 1024, a.head_dim = 128;
+  a.block = a.block_compute = 256;
+  const auto expected = kernels::attention_forward(a);
+  EXPECT_EQ(kernel->name, expected->name);
+  EXPECT_EQ(kernel->grid, expected->grid);
 }
 
 }  // namespace
