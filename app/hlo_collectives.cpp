@@ -68,6 +68,18 @@ int64_t replica_group_size(const HloModule& m, const HloInstruction& in) {
   return 1 + std::count(members.begin(), members.end(), ',');
 }
 
+// The bytes a collective delivers: a -start's tuple holds its operand, its result and status
+// scalars (the result is the largest); a collective over several arrays returns them all.
+int64_t result_bytes(const HloInstruction& in) {
+  if (!in.shape.is_tuple()) return in.shape.bytes();
+  int64_t largest = 0, sum = 0;
+  for (const HloShape& e : in.shape.tuple) {
+    largest = std::max(largest, e.bytes());
+    sum += e.bytes();
+  }
+  return in.opcode.ends_with("-start") ? largest : sum;
+}
+
 }  // namespace
 
 // The custom call at the root of an async collective fusion ("AsyncCollectiveStart" or
@@ -91,7 +103,7 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
   if (!kind) return std::nullopt;
   Collective c;
   c.kind = *kind;
-  const int64_t out = in.shape.is_tuple() ? in.shape.tuple.back().bytes() : in.shape.bytes();
+  const int64_t out = result_bytes(in);
   c.bytes = out;
   if (c.kind == CollectiveKind::reduce_scatter) c.bytes = out * replica_group_size(m, in);
   if (c.kind == CollectiveKind::permute) {

@@ -159,6 +159,34 @@ TEST(HloCollectives, APaddedWindowDotCountsOneTapPerOutput) {
   EXPECT_EQ(w.dots[0].m * w.dots[0].n * w.dots[0].batch, 8 * 512 * 128);
 }
 
+// A real compiled step (tests/data/compiled/small_tp: fsdp 2 x tensor 2 on v5e-4, MaxText's v5e
+// flags): its two layer loops are written out with their collectives, counted per trip as an
+// independent read of the HLO text finds them (forward: 5 synchronous all-gathers of 19,922,944
+// bytes and 2 all-reduces of 16,384 each, 4 async gathers of 13,631,488; backward: the same
+// gathers, 4 such all-reduces and one of two f32[512] arrays together, 7 async gathers of
+// 38,797,312), and the step simulates.
+TEST(HloCollectives, ARealTensorParallelStepImportsWithItsCollectives) {
+  const HloProgram h =
+      import_hlo(std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/small_tp.hlo.gz");
+  ASSERT_EQ(h.loops.size(), 2u);
+  const HloLoopSummary& fwd = h.loops[0];
+  const HloLoopSummary& bwd = h.loops[1];
+  EXPECT_EQ(fwd.trips, 4);
+  EXPECT_EQ(bwd.trips, 4);
+  EXPECT_EQ(fwd.sync_collectives, 7);
+  EXPECT_EQ(fwd.sync_collective_bytes, 19'922'944 + 32'768);
+  EXPECT_EQ(fwd.async_collectives, 4);
+  EXPECT_EQ(fwd.async_collective_bytes, 13'631'488);
+  EXPECT_EQ(bwd.sync_collectives, 10);
+  EXPECT_EQ(bwd.sync_collective_bytes, 19'922'944 + 65'536 + 2 * 2048);
+  EXPECT_EQ(bwd.async_collectives, 7);
+  EXPECT_EQ(bwd.async_collective_bytes, 38'797'312);
+  int collectives = 0;
+  for (const ProgramItem& item : h.program.items)
+    collectives += std::holds_alternative<Collective>(item.what);
+  EXPECT_GE(collectives, 4 * (7 + 4) + 4 * (10 + 7));  // every trip's, and the step's own
+}
+
 // A splash attention call the bridge did not export runs as tpusim's splash schedule, sized from
 // its q and k operands and the block size its metadata records.
 TEST(HloCollectives, ASplashAttentionCallRunsAsTpusimsSplashSchedule) {

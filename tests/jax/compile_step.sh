@@ -2,22 +2,27 @@
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
 # committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
 # a mixture of experts dropping tokens, with and without expert parallelism, a step over 2 slices
-# joined over DCN: the same bytes of XLA's memory analysis, the same out-of-memory verdict), and
+# joined over DCN, a tensor-parallel step with MaxText's v5e flags: the same bytes of XLA's memory
+# analysis, the same out-of-memory verdict), and
 # refuses what it does not model with one error line and no file.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom small_gdn small_moe small_moe_ep small_2slices; do
+for s in small small_oom small_gdn small_moe small_moe_ep small_2slices small_tp; do
   hlo=()
   [ "$s" = small ] && hlo=(--hlo "$dir/small.hlo.gz")
+  # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags).
+  flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1])).get('libtpu_init_args', ''))" \
+    "$data/$s.json")
   # shellcheck disable=SC2046
-  $py -m tpusim_jax compile-step $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" \
-    "${hlo[@]}" >"$dir/log" 2>"$dir/err"
+  LIBTPU_INIT_ARGS="$flags" $py -m tpusim_jax compile-step \
+    $("$tpusim" export maxtext "$data/$s.yaml") -o "$dir/$s.json" "${hlo[@]}" >"$dir/log" 2>"$dir/err"
   $py - "$data/$s.json" "$dir/$s.json" <<'PY'
 import json, sys
 committed, fresh = (json.load(open(p)) for p in sys.argv[1:])
-for key in ("maxtext_args", "topology", "fits", "memory", "message", "slices_compiled"):
+for key in ("maxtext_args", "topology", "fits", "memory", "message", "slices_compiled",
+            "libtpu_init_args"):
     assert committed.get(key) == fresh.get(key), (key, committed.get(key), fresh.get(key))
 PY
   if [ "$s" = small_oom ]; then grep -q "does not fit: RESOURCE_EXHAUSTED" "$dir/err"; fi
