@@ -40,9 +40,9 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
     if (synchronous_gradient_reduction(c)) {
-      // The compiled pure-FSDP steps (C3 #41, C5 #14 with their runs' flags) all-reduce each
-      // weight's gradient in bf16 and keep their slice, synchronously in the backward loop's body
-      // (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
+      // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
+      // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
+      // body (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
       const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes_bf16, fsdp});
       exposed += std::max(0.0, ag - forward_s) + ar + std::max(0.0, ag - backward_s);
       total += 2 * ag + ar;
