@@ -90,16 +90,20 @@ int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
 
 }  // namespace
 
-std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
+MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   const ModelConfig& m = c.model;
   const int64_t M = l.tokens, Dh = m.head_dim;
   // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
   // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
   // its 95 GiB), so each chip holds E / tensor columns of them.
   const int64_t Et = m.d_model / c.mesh.tensor;
-  std::vector<MemoryItem> items;
+  MemoryModel out;
+  std::vector<MemoryItem>& items = out.items;
   persistent_items(c, l, Et, items);
   saved_activations(c, l, Et, items);
+  int64_t persistent = 0;
+  for (const MemoryItem& it : items)
+    if (it.on_device) persistent += it.bytes;
   // The backward working set of one layer: its recomputed activations and kernel residuals.
   // Under context parallelism the attention backward also holds the gathered keys and values
   // (bf16) and their gradients (f32) for the whole sequence.
@@ -113,21 +117,34 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
       m.gdn_layers() > 0
           ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)
           : 0;
-  const int64_t gathered =
-      kGatheredLayers *
+  const int64_t layer_weights =
       std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
       c.mesh.tensor * kBf16;
   // The logits dot writes bf16 (its cross-entropy fusion upcasts on the fly) and the gradient
   // comes back bf16: f32 copies of both would not fit the measured C3 #1 and #7 runs in 32 GiB.
   const int64_t logits = M / c.vocab_tiles * (m.vocab / c.mesh.tensor) * 2 * kBf16;
-  const int64_t layer_ws = std::max(dense_ws, gdn_ws) + gathered;
+  const int64_t backward_ws = std::max(dense_ws, gdn_ws);
+  int64_t layer_ws = backward_ws + kGatheredLayers * layer_weights;
+  // XLA's scheduler keeps a gather's buffer live from its start to its use, so prefetching costs
+  // a layer of HBM; the compiled C5 #14 step (over HBM with it) gathers synchronously in its
+  // backward loop instead (docs/compiler_import.md, "Whole compiled steps, simulated").
+  const bool gathers = c.mesh.fsdp * c.mesh.context * c.mesh.expert > 1;
+  auto fits = [&](int64_t ws) { return persistent + std::max(ws, logits) <= c.chip.hbm_bytes; };
+  if (gathers && !fits(layer_ws) && fits(backward_ws + layer_weights)) {
+    layer_ws = backward_ws + layer_weights;
+    out.backward_gathers_prefetched = false;
+  }
+  const char* gathered = out.backward_gathers_prefetched
+                             ? "gathered weights"
+                             : "the running layer's gathered weights (gathers synchronous: the "
+                               "next layer's prefetch would not fit)";
   if (layer_ws >= logits) {
-    items.push_back(
-        {m.gdn_layers() > 0 && gdn_ws >= dense_ws
-             ? "peak: a GDN layer's backward (activations, the core's live HBM buffers) + "
-               "gathered weights"
-             : "peak: a layer's backward (activations) + gathered weights",
-         layer_ws});
+    items.push_back({m.gdn_layers() > 0 && gdn_ws >= dense_ws
+                         ? fmt::format("peak: a GDN layer's backward (activations, the core's live "
+                                       "HBM buffers) + {}",
+                                       gathered)
+                         : fmt::format("peak: a layer's backward (activations) + {}", gathered),
+                     layer_ws});
   } else {
     items.push_back({c.vocab_tiles > 1
                          ? fmt::format("peak: logits and their gradient (bf16), 1/{} of the tokens",
@@ -135,7 +152,7 @@ std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l) {
                          : "peak: logits and their gradient (bf16)",
                      logits});
   }
-  return items;
+  return out;
 }
 
 }  // namespace tpusim

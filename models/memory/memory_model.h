@@ -1,7 +1,10 @@
 // Peak HBM per chip of a training step: the persistent state (parameters, gradients and AdamW
 // moments, sharded; the saved layer inputs; the activations the remat policy keeps, on device or
 // offloaded to host), then the largest working set of the step (a layer's backward with its
-// gathered weights, or the logits and their gradient).
+// gathered weights, or the logits and their gradient). A layer's backward holds the running
+// layer's gathered weights and the next one's, prefetched, unless that does not fit HBM and
+// holding the running layer's alone does: then, as the compiled C5 #14 step does, the backward's
+// gathers are not prefetched but synchronous.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,7 +20,13 @@ struct MemoryItem {
   bool on_device = true;  // false: offloaded to pinned host memory, not counted in peak HBM
 };
 
-// Persistent items, then the peak working set (the last item).
-std::vector<MemoryItem> memory_model(const StepConfig& c, const LocalSizes& l);
+struct MemoryModel {
+  std::vector<MemoryItem> items;  // persistent items, then the peak working set (the last item)
+  // false: the backward's FSDP gathers are synchronous, not prefetched behind the previous
+  // layer's backward, to fit HBM.
+  bool backward_gathers_prefetched = true;
+};
+
+MemoryModel memory_model(const StepConfig& c, const LocalSizes& l);
 
 }  // namespace tpusim

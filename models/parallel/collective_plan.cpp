@@ -20,7 +20,8 @@ bool synchronous_gradient_reduction(const StepConfig& c) {
 }
 
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
-                                 double forward_s, double backward_s) {
+                                 double forward_s, double backward_s,
+                                 bool backward_gathers_prefetched) {
   const bool moe_layer = c.model.is_moe() && kind != PartKind::embedding;
   constexpr int64_t kBf16 = byte_size(DType::bf16);
   const LocalSizes l = c.local();
@@ -39,18 +40,30 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const int64_t bytes_bf16 = params / c.mesh.tensor * kBf16,
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
+    // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, and
+    // XLA runs a synchronous all-gather over one ring (the compiled steps' synchronous gathers
+    // name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim), not over the torus's dimensions.
+    MeshAxis ring = fsdp;
+    ring.torus_dims = 1;
+    const double backward_ag =
+        backward_gathers_prefetched
+            ? ag
+            : collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, ring});
     if (synchronous_gradient_reduction(c)) {
       // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
       // body (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
       const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes_bf16, fsdp});
-      exposed += std::max(0.0, ag - forward_s) + ar + std::max(0.0, ag - backward_s);
-      total += 2 * ag + ar;
+      exposed += std::max(0.0, ag - forward_s) + ar +
+                 (backward_gathers_prefetched ? std::max(0.0, ag - backward_s) : backward_ag);
+      total += ag + backward_ag + ar;
     } else {
       const double rs =
           collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
-      exposed += std::max(0.0, ag - forward_s) + std::max(0.0, ag + rs - backward_s);
-      total += 2 * ag + rs;
+      exposed += std::max(0.0, ag - forward_s) +
+                 (backward_gathers_prefetched ? std::max(0.0, ag + rs - backward_s)
+                                              : backward_ag + std::max(0.0, rs - backward_s));
+      total += ag + backward_ag + rs;
     }
   }
   if (c.mesh.tensor > 1) {

@@ -29,9 +29,11 @@ enum class PartKind { attention_layer, gdn_layer, embedding };
 bool synchronous_gradient_reduction(const StepConfig& c);
 
 // One layer (or the embedding, with `params` its parameters) given its compute time in the
-// forward pass and in the recompute + backward.
+// forward pass and in the recompute + backward, and whether the backward's FSDP gathers are
+// prefetched (hidden behind it) or synchronous (the memory model's MemoryModel says which).
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
-                                 double forward_s, double backward_s);
+                                 double forward_s, double backward_s,
+                                 bool backward_gathers_prefetched);
 
 // The data-parallel gradient all-reduce over DCN, as the compiled multi-slice step runs it: per
 // scanned layer iteration, in bf16, pipelined behind the next iteration's share of

@@ -114,7 +114,9 @@ StepPrediction predict_memory(const StepConfig& c) {
   // MaxText's per-device batch is fractional under context parallelism (1/context sequence).
   out.model_flops_per_chip = maxtext_flops_per_device(c.model, c.batch_per_chip, c.seq) /
                              static_cast<double>(c.mesh.context);
-  out.memory = memory_model(c, c.local());
+  MemoryModel memory = memory_model(c, c.local());
+  out.memory = std::move(memory.items);
+  out.backward_gathers_prefetched = memory.backward_gathers_prefetched;
   for (const MemoryItem& it : out.memory)
     if (it.on_device) out.peak_hbm_bytes += it.bytes;
   out.hbm_capacity_bytes = c.chip.hbm_bytes;
@@ -137,7 +139,8 @@ StepPrediction predict_step(const StepConfig& c) {
   auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
                    PartKind kind) {
     StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
-    const CollectiveTime t = layer_collectives(c, params, kind, part.forward_s, part.backward_s);
+    const CollectiveTime t = layer_collectives(c, params, kind, part.forward_s, part.backward_s,
+                                               out.backward_gathers_prefetched);
     part.collective_s = t.total_s;
     part.exposed_s = t.exposed_s;
     out.parts.push_back(part);
@@ -150,7 +153,8 @@ StepPrediction predict_step(const StepConfig& c) {
   StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
   emb.collective_s = emb.exposed_s =
-      layer_collectives(c, m.embedding_params(), PartKind::embedding, emb.forward_s, emb.backward_s)
+      layer_collectives(c, m.embedding_params(), PartKind::embedding, emb.forward_s, emb.backward_s,
+                        out.backward_gathers_prefetched)
           .total_s;
   out.parts.push_back(emb);
   out.parts.push_back(simulate_part(c, "optimizer", 1, update, /*in_backward=*/false));

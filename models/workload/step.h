@@ -48,6 +48,9 @@ struct StepPrediction {
   int64_t peak_hbm_bytes = 0;
   int64_t hbm_capacity_bytes = 0;
   bool fits_hbm = true;
+  // false: the backward's FSDP gathers are synchronous because prefetching them would not fit
+  // HBM (memory_model.h).
+  bool backward_gathers_prefetched = true;
   // The TPU compiler's peak HBM for the same step (scenario `compiled:`; -1: not compiled, or it
   // does not fit) and its verdict; with `memory: compiler` (memory_source "compiler") the peak
   // and fits_hbm above are the compiler's.

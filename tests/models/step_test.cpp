@@ -129,15 +129,50 @@ TEST(Step, APureFsdpStepExposesItsGradientAllReduce) {
   const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp});
   const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
   ASSERT_TRUE(synchronous_gradient_reduction(c));
-  const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1);
+  const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, true);
   EXPECT_DOUBLE_EQ(t.exposed_s, ar);
   EXPECT_DOUBLE_EQ(t.total_s, 2 * ag + ar);
   c.mesh = {1, 4, 2};
   ASSERT_FALSE(synchronous_gradient_reduction(c));
-  const CollectiveTime tp = layer_collectives(c, layer, PartKind::attention_layer, 1, 1);
+  const CollectiveTime tp = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, true);
   const double tp_all_reduce = collective_seconds(
       c.chip, {CollectiveKind::all_reduce, c.local().tokens * 1024 * 2, c.axis("tensor", 2, true)});
   EXPECT_NEAR(tp.exposed_s, 6 * tp_all_reduce, 1e-15);  // the gradient hides
+}
+
+// A backward that cannot hold the next layer's prefetched weights (but can hold the running
+// layer's) gathers synchronously, as the compiled C5 #14 step does over HBM: the peak loses one
+// layer of bf16 weights, and each backward gather is exposed, over one ring (the 1-D emitters its
+// synchronous gathers name): 7/8 of the bytes over one link (8 v5e chips form a line, no
+// wraparound), 7 hops. A chip too small for either keeps the prefetch and does not fit.
+TEST(Step, ABackwardWithoutRoomToPrefetchGathersSynchronously) {
+  StepConfig c = tiny_step(8);
+  c.vocab_tiles = 16;  // so a layer's backward, not the logits, is the peak
+  const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
+  const StepPrediction roomy = predict_memory(c);
+  ASSERT_TRUE(roomy.backward_gathers_prefetched);
+  c.chip.hbm_bytes = roomy.peak_hbm_bytes - 1;
+  const StepPrediction tight = predict_memory(c);
+  EXPECT_FALSE(tight.backward_gathers_prefetched);
+  EXPECT_EQ(tight.peak_hbm_bytes, roomy.peak_hbm_bytes - 2 * layer);
+  EXPECT_TRUE(tight.fits_hbm);
+  EXPECT_NE(tight.memory.back().what.find("gathers synchronous"), std::string::npos);
+
+  const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  ASSERT_FALSE(fsdp.wraparound);
+  const double ring_ag =
+      7.0 / 8 * 2 * layer / (c.chip.ici_efficiency * c.chip.ici_link_bytes_per_s) +
+      7 * c.chip.ici_hop_latency_s;
+  const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp});
+  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
+  const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, false);
+  EXPECT_NEAR(t.exposed_s, ar + ring_ag, 1e-12);  // the forward's gather still hides
+  EXPECT_NEAR(t.total_s, ag + ring_ag + ar, 1e-12);
+
+  c.chip.hbm_bytes = tight.peak_hbm_bytes - 1;
+  const StepPrediction too_small = predict_memory(c);
+  EXPECT_TRUE(too_small.backward_gathers_prefetched);
+  EXPECT_FALSE(too_small.fits_hbm);
 }
 
 TEST(Memory, SmallModelByHand) {
@@ -387,12 +422,12 @@ TEST(Moe, ExpertParallelCollectivesByPath) {
   const StepConfig sparse = mixtral_ep(true, 4);
   const double a2a = collective_seconds(
       sparse.chip, {CollectiveKind::all_to_all, 67'108'864, sparse.axis("expert", 4, false)});
-  const CollectiveTime s = layer_collectives(sparse, params, PartKind::attention_layer, 1, 1);
+  const CollectiveTime s = layer_collectives(sparse, params, PartKind::attention_layer, 1, 1, true);
   EXPECT_DOUBLE_EQ(s.exposed_s, 6 * a2a);
   const CollectiveTime dense =
-      layer_collectives(mixtral_ep(false, 4), params, PartKind::attention_layer, 1, 1);
+      layer_collectives(mixtral_ep(false, 4), params, PartKind::attention_layer, 1, 1, true);
   const CollectiveTime fsdp =
-      layer_collectives(mixtral_ep(false, 1), params, PartKind::attention_layer, 1, 1);
+      layer_collectives(mixtral_ep(false, 1), params, PartKind::attention_layer, 1, 1, true);
   EXPECT_EQ(dense.exposed_s, 0);
   // The same collectives as plain fsdp over 16 chips, but for how the gradient is reduced (a
   // pure-FSDP mesh all-reduces it in bf16, this one reduce-scatters it in f32).
