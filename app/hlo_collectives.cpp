@@ -80,7 +80,39 @@ int64_t result_bytes(const HloInstruction& in) {
   return in.opcode.ends_with("-start") ? largest : sum;
 }
 
+// A frontend attribute's quoted value (key="value" inside frontend_attributes={...}), "" if absent.
+std::string frontend_attribute(const HloInstruction& in, const std::string& key) {
+  const std::string f = in.attr("frontend_attributes");
+  const auto at = f.find(key + "=\"");
+  if (at == std::string::npos) return "";
+  const auto start = at + key.size() + 2;
+  return f.substr(start, f.find('"', start) - start);
+}
+
+// _xla_megascale_target="{1,2}x{0:255}": the slices (listed, or a:b ranges) times the devices of
+// each; the number of slices.
+int64_t megascale_slices(const HloModule& m, const HloInstruction& in) {
+  const std::string target = frontend_attribute(in, "_xla_megascale_target");
+  const auto open = target.find('{'), close = target.find('}');
+  if (open != 0 || close == std::string::npos)
+    throw Error(fmt::format("{}:{}: '{}': megascale target '{}' names no slices", m.file, in.line,
+                            in.name, target));
+  int64_t n = 0;
+  for (const std::string& item : comma_list(target.substr(1, close - 1))) {
+    const auto colon = item.find(':');
+    n += colon == std::string::npos
+             ? 1
+             : std::stoll(item.substr(colon + 1)) - std::stoll(item.substr(0, colon)) + 1;
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string hlo_host_transfer_rendezvous(const HloInstruction& in) {
+  if (in.attr("is_host_transfer") != "true") return "";
+  return frontend_attribute(in, "_xla_host_transfer_rendezvous");
+}
 
 // The custom call at the root of an async collective fusion ("AsyncCollectiveStart" or
 // "AsyncCollectiveDone"), "" for any other instruction.
@@ -98,6 +130,18 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
     for (const HloInstruction& x : m.computation(in.attr("calls")).instructions)
       if (auto c = hlo_collective(m, x)) return c;
     throw Error(fmt::format("{}:{}: '{}' starts no collective", m.file, in.line, in.name));
+  }
+  // A multi-slice step's reduction over DCN: a host transfer to the megascale runtime, the send
+  // carrying this device's array, its recv (same rendezvous) the reduced one.
+  if (in.opcode == "send" && in.attr("is_host_transfer") == "true") {
+    const std::string type = frontend_attribute(in, "_xla_megascale_transfer_type");
+    const int64_t slices = megascale_slices(m, in), sent = in.shape.tuple.at(0).bytes();
+    const MeshAxis dcn{fmt::format("dcn over {} slices", slices), slices, false, 1, true};
+    if (type == "ALL_REDUCE") return Collective{CollectiveKind::all_reduce, sent, dcn};
+    if (type == "ALL_GATHER") return Collective{CollectiveKind::all_gather, sent * slices, dcn};
+    throw Error(fmt::format("{}:{}: '{}': megascale transfer '{}' has no model (ALL_REDUCE and "
+                            "ALL_GATHER have)",
+                            m.file, in.line, in.name, type));
   }
   const auto kind = collective_kind(in.opcode);
   if (!kind) return std::nullopt;

@@ -9,6 +9,9 @@
 // collective_algorithm_config: StrategyND cores:{16 16} is two; 1DAllGather... one), its axis
 // named by its replica groups (collectives over one axis share its links). A collective-permute
 // is one hop to a neighbour over one link, each direction of a ring its own.
+// A multi-slice step reduces over DCN by host transfers to the megascale runtime
+// (_xla_megascale_transfer_type ALL_REDUCE or ALL_GATHER): the send starts the collective over
+// the slices its _xla_megascale_target names, the recv of the same rendezvous delivers the result.
 #pragma once
 #include <optional>
 #include <string>
@@ -19,6 +22,9 @@
 namespace tpusim {
 
 std::optional<Collective> hlo_collective(const HloModule& m, const HloInstruction& in);
+
+// The rendezvous that pairs a host-transfer send with its recv, "" for other instructions.
+std::string hlo_host_transfer_rendezvous(const HloInstruction& in);
 
 // "AsyncCollectiveStart" or "AsyncCollectiveDone" for an async collective fusion, else "".
 std::string hlo_async_collective_role(const HloModule& m, const HloInstruction& in);

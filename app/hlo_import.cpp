@@ -53,9 +53,11 @@ const std::set<std::string> kFree = {
     "replica-id",      "opt-barrier",     "add-dependency",
     "all-reduce-done", "all-gather-done", "collective-permute-done",
     "send-done",       "recv-done",       "domain"};
-// Custom calls that only name or reinterpret buffers.
-const std::set<std::string> kFreeTargets = {"AllocateBuffer", "ConcatBitcast", "Sharding",
-                                            "SPMDFullToShardShape", "SPMDShardToFullShape"};
+// Custom calls that only name or reinterpret buffers, read the slice's index (SliceId), or zero
+// the padding of an array in place (ZeroCrop, aliased to its operand: a tile's tail).
+const std::set<std::string> kFreeTargets = {
+    "AllocateBuffer",       "ConcatBitcast",        "SliceId", "Sharding",
+    "SPMDFullToShardShape", "SPMDShardToFullShape", "ZeroCrop"};
 
 class Importer {
  public:
@@ -129,6 +131,15 @@ class Importer {
         // A collective the compiler left synchronous holds the TensorCores until it ends.
         if (!is_async_start(in)) blocking_.push_back(i);
         v.parts.assign(1, {i});
+        if (in.opcode == "send") sent_[hlo_host_transfer_rendezvous(in)] = i;
+        continue;
+      }
+      if (in.opcode == "recv") {  // the reduced array of the send of the same rendezvous
+        const auto it = sent_.find(hlo_host_transfer_rendezvous(in));
+        if (it == sent_.end())
+          throw Error(
+              fmt::format("{}:{}: '{}' receives before its send", m_.file, in.line, in.name));
+        v.parts.assign(1, {it->second});
         continue;
       }
       if (in.opcode == "get-tuple-element") {
@@ -209,7 +220,8 @@ class Importer {
     return hlo_async_collective_role(m_, in);
   }
   bool is_async_start(const HloInstruction& in) const {
-    return in.opcode.ends_with("-start") || async_collective_role(in) == "AsyncCollectiveStart";
+    return in.opcode.ends_with("-start") || in.opcode == "send" ||
+           async_collective_role(in) == "AsyncCollectiveStart";
   }
   bool is_async_done(const HloInstruction& in) const {
     return async_collective_role(in) == "AsyncCollectiveDone";
@@ -391,7 +403,8 @@ class Importer {
   std::vector<HloLoopSummary> loops_;
   std::map<std::string, int64_t> estimated_;
   Program program_;
-  std::vector<int> blocking_;  // synchronous collectives the next kernel waits for
+  std::vector<int> blocking_;        // synchronous collectives the next kernel waits for
+  std::map<std::string, int> sent_;  // host-transfer rendezvous -> its send's collective
   std::map<std::string, Program> work_cache_;
   std::set<std::string> unrolled_;
   std::map<std::string, bool> holds_collectives_;

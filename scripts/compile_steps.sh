@@ -41,6 +41,9 @@ compile scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml maxtext/configs/tpu/
 # v5e flags (those of every v5e script of the wheel) are assumed.
 compile scenarios/calibration/c1/c1_main.yaml maxtext/configs/tpu/v5e/16b.sh
 compile scenarios/calibration/c3/c3_42_v5e_maxtext-32b.yaml maxtext/configs/tpu/v5e/32b.sh
+# C3 #41 over 2 and 32 slices (C5): 16b.sh is the script of every slice count.
+compile scenarios/calibration/c5/c5_41_v5e-256x2_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh
+compile scenarios/calibration/c5/c5_41_v5e-256x32_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh
 compile scenarios/calibration/c5/c5_24_v5p-128_maxtext-128b.yaml maxtext/configs/tpu/v5p/128b.sh
 compile scenarios/calibration/c5/c5_44_v5e-256_maxtext-128b.yaml maxtext/configs/tpu/v5e/128b.sh
 # MaxText's own script for GPT-3 175B on v6e-256 (batch 3, remat full, fsdp over all chips): the

@@ -8,9 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "app/hlo_import.h"
 #include "app/hlo_work.h"
 #include "kernels/transformer.h"
+#include "models/chip_loader.h"
+#include "sim/timing/engine.h"
+#include "tests/error_of.h"
 
 namespace tpusim {
 namespace {
@@ -185,6 +190,54 @@ TEST(HloCollectives, ARealTensorParallelStepImportsWithItsCollectives) {
   for (const ProgramItem& item : h.program.items)
     collectives += std::holds_alternative<Collective>(item.what);
   EXPECT_GE(collectives, 4 * (7 + 4) + 4 * (10 + 7));  // every trip's, and the step's own
+}
+
+// A real step over 2 slices (tests/data/compiled/small_2slices, v5e-4 x 2): its reductions over
+// DCN are host transfers to the megascale runtime. Read independently from the HLO text, the
+// backward loop's body (3 trips written out, one peeled) sends 8 ALL_REDUCE arrays of 8,396,800
+// bytes together per trip, and the entry 10 more of 41,172,992 bytes and one ALL_GATHER of
+// 2,097,152 bytes from each slice: each an asynchronous collective over the 2 slices, and the
+// work that reads a recv waits for its send.
+TEST(HloCollectives, AMultiSliceStepReducesOverDcnByHostTransfers) {
+  const HloProgram h =
+      import_hlo(std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/small_2slices.hlo.gz");
+  int reduces = 0, gathers = 0;
+  int64_t reduced = 0, gathered = 0;
+  std::set<int> dcn;
+  for (size_t i = 0; i < h.program.items.size(); ++i) {
+    const auto* c = std::get_if<Collective>(&h.program.items[i].what);
+    if (!c || !c->axis.dcn) continue;
+    EXPECT_EQ(c->axis.size, 2);
+    dcn.insert(static_cast<int>(i));
+    if (c->kind == CollectiveKind::all_reduce) ++reduces, reduced += c->bytes;
+    if (c->kind == CollectiveKind::all_gather) ++gathers, gathered += c->bytes;
+  }
+  EXPECT_EQ(reduces, 3 * 8 + 10);
+  EXPECT_EQ(reduced, 3 * 8'396'800 + 41'172'992);
+  EXPECT_EQ(gathers, 1);
+  EXPECT_EQ(gathered, 2 * 2'097'152);
+  bool waited = false;
+  for (const ProgramItem& item : h.program.items)
+    if (std::holds_alternative<KernelCall>(item.what))
+      for (int d : item.deps) waited = waited || dcn.count(d);
+  EXPECT_TRUE(waited);
+  EXPECT_GT(simulate(load_chip("v5e"), h.program).cycles, 0);
+}
+
+// A host transfer of a kind the import does not model is one clear error naming it.
+TEST(HloCollectives, AnUnknownMegascaleTransferIsRefused) {
+  const char* text = R"(HloModule jit_step
+
+ENTRY %main (x: bf16[128,128]) -> token[] {
+  %x = bf16[128,128]{1,0} parameter(0)
+  %after-all.1 = token[] after-all()
+  %send.1 = (bf16[128,128]{1,0}, u32[], token[]) send(%x, %after-all.1), channel_id=1, is_host_transfer=true, frontend_attributes={_xla_host_transfer_rendezvous="r_0",_xla_megascale_target="{1,2}x{0:3}",_xla_megascale_transfer_type="ALL_TO_ALL"}
+  ROOT %send-done.1 = token[] send-done(%send.1), channel_id=1, is_host_transfer=true
+}
+)";
+  EXPECT_EQ(testing::error_of([&] { import_hlo_module(parse_hlo(text, "step.hlo"), {}); }),
+            "step.hlo:6: 'send.1': megascale transfer 'ALL_TO_ALL' has no model (ALL_REDUCE and "
+            "ALL_GATHER have)");
 }
 
 // A splash attention call the bridge did not export runs as tpusim's splash schedule, sized from

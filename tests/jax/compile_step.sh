@@ -11,7 +11,7 @@ data="$src/tests/data/compiled"
 cd "$src/python"
 for s in small small_oom small_gdn small_moe small_moe_ep small_2slices small_tp; do
   hlo=()
-  [ "$s" = small ] && hlo=(--hlo "$dir/small.hlo.gz")
+  case $s in small | small_2slices) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
   # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags).
   flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1])).get('libtpu_init_args', ''))" \
     "$data/$s.json")
@@ -33,6 +33,9 @@ done
 grep -q '"hlo": "small.hlo.gz"' "$dir/small.json"
 "$tpusim" run --hlo "$dir/small.hlo.gz" --chip v5e >"$dir/run"
 grep -q "^chip v5e  time" "$dir/run" && grep -q "^while .*: 4 trips" "$dir/run"
+# Over 2 slices the DCN reductions are megascale host transfers, imported as collectives.
+"$tpusim" run --hlo "$dir/small_2slices.hlo.gz" --chip v5e >"$dir/run2"
+grep -q "^while .*: 3 trips, .* 17 asynchronous" "$dir/run2"
 
 # What the compiled step does not model: one line, exit 2, nothing written.
 expect_refusal() {
