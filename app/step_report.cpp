@@ -163,6 +163,7 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   j["peak_hbm_bytes"] = p.peak_hbm_bytes;
   j["hbm_capacity_bytes"] = p.hbm_capacity_bytes;
   j["fits_hbm"] = p.fits_hbm;
+  j["backward_gathers_prefetched"] = p.backward_gathers_prefetched;
   j["memory_source"] = p.memory_source;
   if (!p.compiled_verdict.empty()) {
     j["compiled_peak_hbm_bytes"] =

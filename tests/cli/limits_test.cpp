@@ -1,5 +1,6 @@
 // End-to-end tests of what bounds a run: the work limits (--max-grid-steps, --max-events), a step
-// over HBM reported without timing unless --simulate-anyway, and outputs to a read-only
+// over HBM reported without timing unless --simulate-anyway, one that fits only by gathering
+// synchronously, and outputs to a read-only
 // filesystem (a clean error and no file committed, not an abort).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -48,6 +49,22 @@ TEST_F(Cli, AStepOverHbmIsReportedUntimedUnlessSimulatedAnyway) {
   // Timing changes nothing of the memory and FLOP count.
   for (const char* key : {"peak_hbm_bytes", "hbm_capacity_bytes", "model_flops_per_chip", "memory"})
     EXPECT_EQ(timed[key], untimed[key]) << key;
+}
+
+// C5 #14 (GPT-3 175B, v6e-256) fits only without prefetching the next layer's weights in the
+// backward: it is timed, and the report and the JSON say its backward gathers are synchronous.
+TEST_F(Cli, AStepThatFitsOnlyWithoutPrefetchSaysItsGathersAreSynchronous) {
+  const std::string scenario =
+      std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c5/c5_14_v6e-256_gpt3-175b.yaml";
+  const CmdResult r = run(fmt::format("run {} --json {}", scenario, path("s.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(fits)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gathers synchronous: the next layer's prefetch would not fit"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("s.json")));
+  EXPECT_EQ(j["timed"], true);
+  EXPECT_EQ(j["backward_gathers_prefetched"], false);
 }
 
 TEST_F(Cli, WorkLimitsRefuseBeforeSimulatingAndStopARunningTimeline) {
