@@ -235,6 +235,13 @@ void emit_workload(YAML::Emitter& out, const std::function<std::string(const std
   } else if (!p.empty()) {
     out << YAML::Key << "remat" << YAML::Value << p;
   }
+  // fused_qkv / fused_mlp (MaxText's booleans, True or true).
+  for (const char* key : {"fused_qkv", "fused_mlp"})
+    if (const std::string f = take(key); !f.empty()) {
+      if (f != "true" && f != "True" && f != "false" && f != "False")
+        throw Error(fmt::format("{}={}: expected true or false", key, f));
+      out << YAML::Key << key << YAML::Value << (f == "true" || f == "True" ? "true" : "false");
+    }
   // MoE: MaxText's sparse_matmul (megablox) and capacity_factor (token dropping).
   const std::string sparse = take("sparse_matmul"), capacity = take("capacity_factor");
   if (!sparse.empty() || !capacity.empty()) {
@@ -385,9 +392,15 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   args.push_back(fmt::format("max_target_length={}", c.seq));
   args.push_back(fmt::format("remat_policy={}", c.remat.policy));
   if (c.remat.policy == "custom")
-    for (int i = 0; i < kNumActivations; ++i)
-      args.push_back(
-          fmt::format("{}={}", name(static_cast<Activation>(i)), name(c.remat.where[i])));
+    for (int i = 0; i < kNumActivations; ++i) {
+      // The fused projections' names exist only when the step fuses them.
+      const auto a = static_cast<Activation>(i);
+      if ((a == Activation::qkv_proj && !c.fused_qkv) || (a == Activation::mlpwi && !c.fused_mlp))
+        continue;
+      args.push_back(fmt::format("{}={}", name(a), name(c.remat.where[i])));
+    }
+  if (c.fused_qkv) args.push_back("fused_qkv=true");
+  if (c.fused_mlp) args.push_back("fused_mlp=true");
   args.push_back(
       fmt::format("weight_dtype={}", c.weight_dtype == DType::f32 ? "float32" : "bfloat16"));
   if (c.int8_matmuls) args.push_back("quantization=int8");

@@ -39,26 +39,11 @@ const std::map<std::string, std::vector<std::string>>& schema() {
     std::vector<std::string> measured = kMetrics;
     measured.insert(measured.end(), {"source", "attention_flops"});
     return std::map<std::string, std::vector<std::string>>{
-        {"", {"name",
-              "description",
-              "chip",
-              "chips",
-              "slices",
-              "mesh",
-              "model",
-              "seq",
-              "batch_per_chip",
-              "remat",
-              "weight_dtype",
-              "vocab_tiling",
-              "quantization",
-              "gdn",
-              "attention",
-              "moe",
-              "scoped_vmem_kib",
-              "compiled",
-              "memory",
-              "measured"}},
+        {"", {"name",      "description", "chip",         "chips",           "slices",
+              "mesh",      "model",       "seq",          "batch_per_chip",  "remat",
+              "fused_qkv", "fused_mlp",   "weight_dtype", "vocab_tiling",    "quantization",
+              "gdn",       "attention",   "moe",          "scoped_vmem_kib", "compiled",
+              "memory",    "measured"}},
         {"mesh", {"fsdp", "tensor", "context", "expert"}},
         {"moe", {"sparse_matmul", "capacity_factor"}},
         {"remat", {"custom"}},
@@ -198,6 +183,9 @@ void load_workload(const YamlMap& top, StepConfig& c) {
   c.seq = top.positive("seq", 0, kMaxTokensPerChip);
   c.batch_per_chip = top.positive("batch_per_chip", 0, kMaxTokensPerChip / c.seq);
   if (top.has("remat")) c.remat = load_remat(top);
+  // MaxText's fused_qkv / fused_mlp: which checkpoint names the projections carry.
+  if (top.has("fused_qkv")) c.fused_qkv = top.choice("fused_qkv", {"true", "false"}) == "true";
+  if (top.has("fused_mlp")) c.fused_mlp = top.choice("fused_mlp", {"true", "false"}) == "true";
   if (top.has("weight_dtype"))
     c.weight_dtype =
         top.choice("weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::bf16 : DType::f32;
@@ -274,9 +262,12 @@ void load_compiled(const YamlMap& top, Scenario& s) {
                                         s.compiled->maxtext_args.end());
       top.fail("compiled",
                fmt::format("{} was compiled from another configuration ({} there, {} here); "
-                           "recompile with scripts/compile_scenarios.sh",
+                           "recompile with scripts/{}",
                            s.compiled->file, b == s.compiled->maxtext_args.end() ? "nothing" : *b,
-                           a == ours.end() ? "nothing" : *a));
+                           a == ours.end() ? "nothing" : *a,
+                           s.compiled->file.find("/steps/") != std::string::npos
+                               ? "compile_steps.sh"
+                               : "compile_scenarios.sh"));
     }
   }
   s.memory_from_compiler =

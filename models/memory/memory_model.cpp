@@ -57,16 +57,20 @@ void saved_activations(const StepConfig& c, const LocalSizes& l, int64_t Et,
         return m.swiglu ? M * l.mlp * kBf16 : 0;
       case A::decoder_layer_input:
         return 0;  // a persistent item
+      case A::qkv_proj:
+      case A::mlpwi:
+        return 0;  // counted as the q, k, v and up projections they stand in for
     }
     return 0;
   };
   int64_t saved[2] = {0, 0};  // on device, offloaded
+  const RematPolicy remat = c.layer_remat();
   for (int i = 1; i < kNumActivations; ++i) {
     const auto a = static_cast<Activation>(i);
-    if (!c.remat.saved(a)) continue;
+    if (!remat.saved(a)) continue;
     const bool mlp = a == A::mlpwi_0 || a == A::mlpwi_1 || a == A::mlpwo;
     const int64_t layers = mlp ? m.layers : m.attention_layers();
-    saved[c.remat[a] == Placement::offload] += layers * bytes_of(a);
+    saved[remat[a] == Placement::offload] += layers * bytes_of(a);
   }
   if (saved[0] > 0) items.push_back({"activations saved by the remat policy", saved[0]});
   if (saved[1] > 0)

@@ -296,7 +296,7 @@ Program attention_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
   attention_forward(lp, c, l, "fwd", compute_all());
-  attention_forward(lp, c, l, "remat", c.remat);
+  attention_forward(lp, c, l, "remat", c.layer_remat());
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dh, E);
   lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dh);  // di = rowsum(o do)
@@ -314,7 +314,7 @@ Program gdn_layer(const StepConfig& c, const LocalSizes& l) {
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
   gdn_forward(lp, c, l, "fwd", compute_all());
-  gdn_forward(lp, c, l, "remat", c.remat);
+  gdn_forward(lp, c, l, "remat", c.layer_remat());
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: gdn out", M, V, E);
   lp.fusion("bwd: gdn out", Fusion::gated_rmsnorm_bwd, M, V);

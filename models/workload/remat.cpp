@@ -17,14 +17,20 @@ constexpr const char* kNames[kNumActivations] = {"decoder_layer_input",
                                                  "out_proj",
                                                  "mlpwi_0",
                                                  "mlpwi_1",
-                                                 "mlpwo"};
+                                                 "mlpwo",
+                                                 "qkv_proj",
+                                                 "mlpwi"};
 
 constexpr const char* kPlacements[] = {"remat", "device", "offload"};
 
 using A = Activation;
-const std::vector<A> kQkv = {A::query_proj, A::key_proj, A::value_proj};
-const std::vector<A> kMinimal = {A::query_proj, A::key_proj, A::value_proj, A::out_proj,
-                                 A::mlpwi_0,    A::mlpwi_1,  A::mlpwo};
+// MaxText 0.2.5's lists (layers/nnx_decoders.py L1258-1387): each preset that saves q, k and v
+// saves the fused qkv_proj too, except qkv_proj_offloaded (L1345-1352: query, key, value and
+// kv_proj only); the minimal ones save the fused mlpwi with mlpwi_0 and mlpwi_1.
+const std::vector<A> kQkv = {A::query_proj, A::key_proj, A::value_proj, A::qkv_proj};
+const std::vector<A> kMinimal = {A::query_proj, A::key_proj, A::value_proj,
+                                 A::qkv_proj,   A::out_proj, A::mlpwi_0,
+                                 A::mlpwi_1,    A::mlpwi,    A::mlpwo};
 
 struct Preset {
   const char* policy;
@@ -38,18 +44,18 @@ const std::vector<Preset>& presets() {
       {"full", {}, Placement::device},
       {"minimal", kMinimal, Placement::device},
       {"minimal_with_context",
-       {A::query_proj, A::key_proj, A::value_proj, A::out_proj, A::mlpwi_0, A::mlpwi_1, A::mlpwo,
-        A::context},
+       {A::query_proj, A::key_proj, A::value_proj, A::qkv_proj, A::out_proj, A::mlpwi_0, A::mlpwi_1,
+        A::mlpwi, A::mlpwo, A::context},
        Placement::device},
       {"save_dot_except_mlpwi",
-       {A::query_proj, A::key_proj, A::value_proj, A::out_proj, A::mlpwo},
+       {A::query_proj, A::key_proj, A::value_proj, A::qkv_proj, A::out_proj, A::mlpwo},
        Placement::device},
       {"save_dot_except_mlp",
-       {A::query_proj, A::key_proj, A::value_proj, A::out_proj},
+       {A::query_proj, A::key_proj, A::value_proj, A::qkv_proj, A::out_proj},
        Placement::device},
       {"save_qkv_proj", kQkv, Placement::device},
       {"save_out_proj", {A::out_proj}, Placement::device},
-      {"qkv_proj_offloaded", kQkv, Placement::offload},
+      {"qkv_proj_offloaded", {A::query_proj, A::key_proj, A::value_proj}, Placement::offload},
       {"minimal_offloaded", kMinimal, Placement::offload},
       {"custom", {}, Placement::device},
   };
@@ -85,6 +91,16 @@ RematPolicy RematPolicy::named(const std::string& policy) {
     known += (known.empty() ? "" : ", ") + std::string(p.policy);
   }
   throw Error(fmt::format("unknown remat policy '{}' (known: {})", policy, known));
+}
+
+RematPolicy RematPolicy::fused(bool qkv, bool mlp) const {
+  RematPolicy r = *this;
+  if (qkv)
+    for (A a : {A::query_proj, A::key_proj, A::value_proj})
+      r.where[static_cast<int>(a)] = (*this)[A::qkv_proj];
+  if (mlp)
+    for (A a : {A::mlpwi_0, A::mlpwi_1}) r.where[static_cast<int>(a)] = (*this)[A::mlpwi];
+  return r;
 }
 
 Activation parse_activation(const std::string& tensor) {

@@ -12,7 +12,10 @@ enum class Placement { remat, device, offload };
 
 // The checkpoint names of MaxText's decoder layers (attentions.py, linears.py, attention_op.py).
 // `context` is the splash attention's residuals (its output and log-sum-exp); `mlpwi_0` stands for
-// the single up projection (`mlpwi`) of a GELU MLP.
+// the single up projection of a GELU MLP. `qkv_proj` and `mlpwi` name the fused projections
+// (fused_qkv: one [E, H + 2 KV, D] weight, attentions.py L762-785; fused_mlp: one
+// [E, activations, F] weight, linears.py L689-, L800-808): they stand in for q, k, v and for
+// mlpwi_0, mlpwi_1 when the step fuses them, and name nothing otherwise.
 enum class Activation {
   decoder_layer_input,
   query_proj,
@@ -23,8 +26,10 @@ enum class Activation {
   mlpwi_0,
   mlpwi_1,
   mlpwo,
+  qkv_proj,
+  mlpwi,
 };
-inline constexpr int kNumActivations = 9;
+inline constexpr int kNumActivations = 11;
 std::string name(Activation a);
 std::string name(Placement p);  // "remat", "device" or "offload", as MaxText's keys take it
 Activation parse_activation(const std::string& name);  // throws Error listing the names
@@ -37,6 +42,10 @@ struct RematPolicy {
   bool saved(Activation a) const { return (*this)[a] != Placement::remat; }
   // "full", or "custom (decoder_layer_input: offload, query_proj: offload, ...)" for custom.
   std::string describe() const;
+
+  // The policy as a layer with fused projections sees it: q, k and v placed as `qkv_proj`, the up
+  // projections as `mlpwi` (MaxText's checkpoint names for the fused outputs).
+  RematPolicy fused(bool qkv, bool mlp) const;
 
   // A named MaxText policy; throws Error listing the known ones.
   static RematPolicy named(const std::string& policy);

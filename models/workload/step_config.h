@@ -23,8 +23,12 @@ struct StepConfig {
   int64_t seq = 4096;
   int64_t batch_per_chip = 1;
   // What the backward recomputes, keeps in HBM or offloads to pinned host memory (the host
-  // transfers are not timed).
+  // transfers are not timed), as the scenario names it; layer_remat() is what the layers see.
   RematPolicy remat;
+  // MaxText fused_qkv / fused_mlp: one projection weight for q, k and v, one for the up
+  // projections. The work is the same (tpusim runs each as one dot either way); what changes is
+  // their checkpoint names (qkv_proj, mlpwi), so which remat policies save them.
+  bool fused_qkv = false, fused_mlp = false;
   // MaxText weight_dtype: the parameters, and (assumed) their gradients and AdamW moments.
   DType weight_dtype = DType::f32;
   // MaxText num_vocab_tiling: the logits and their gradient exist for 1/N of the tokens at a time.
@@ -42,6 +46,7 @@ struct StepConfig {
   int64_t attention_block = 512;
 
   LocalSizes local() const { return local_sizes(model, mesh, batch_per_chip, seq); }
+  RematPolicy layer_remat() const { return remat.fused(fused_qkv, fused_mlp); }
   MeshAxis axis(const std::string& name, int64_t size, bool tensor_axis) const {
     return slice_axis(chip, chips_per_slice, mesh, name, size, tensor_axis);
   }

@@ -10,6 +10,8 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   minimal, minimal_with_context, save_dot_with_context_except_mlp, save_dot_except_mlpwi,
   save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded, minimal_offloaded,
   custom with each name's placement, full), offloads to pinned host memory as MaxText asks;
+- fused_qkv and fused_mlp as MaxText writes them: one projection weight and checkpoint name
+  (qkv_proj, mlpwi) instead of three and two, q, k and v split per shard;
 - attention with the splash kernel (`attention: autoselected` on TPU, base.yml L486; block sizes
   512, L1295-1305), vmapped over the batch inside a shard_map over batch and heads, its residuals
   named "context" (layers/attention_op.py L2276-2283);
@@ -52,6 +54,9 @@ DEFAULTS = {
     "ici_context_parallelism": "1",
     # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
     # each of the first interval - 1 layers of every cycle, full attention in the last.
+    # One weight for q, k and v (attentions.py L762-785, checkpoint name qkv_proj) and one for
+    # the up projections (linears.py L689-, L800-808, checkpoint name mlpwi); base.yml L562-563.
+    "fused_qkv": "false", "fused_mlp": "false",
     "decoder_block": "llama2", "inhomogeneous_layer_cycle_interval": "1",
     "gdn_conv_kernel_dim": "4", "gdn_key_head_dim": "128", "gdn_value_head_dim": "128",
     "gdn_num_key_heads": "16", "gdn_num_value_heads": "32", "gdn_chunk_size": "64",
@@ -64,7 +69,7 @@ DEFAULTS = {
 # device, the rest recomputed unless set).
 PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj": "remat",
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
-              "mlpwi_1": "remat", "mlpwo": "remat"}
+              "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
 NOT_COMPILED = {"quantization": "int8 (AQT) quantization"}
 
@@ -121,7 +126,14 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
             raise ExportError(f"{key}={value}: expected remat, device or offload")
         config[key] = value
     config["mlp_activations"] = re.sub(r"[\[\]'\" ]", "", config["mlp_activations"])
+    for key in ("fused_qkv", "fused_mlp"):
+        if config[key].lower() not in ("true", "false"):
+            raise ExportError(f"{key}={config[key]}: expected true or false")
+        config[key] = config[key].lower()
     if int(config["num_experts"]) > 1:
+        if config["fused_mlp"] == "true":
+            raise ExportError("fused_mlp=true: the compiled step's experts have no fused "
+                              "up projection")
         if config["sparse_matmul"].lower() == "true":
             raise ExportError("sparse_matmul=true: the compiled step has no megablox path "
                               "(sparse_matmul=false with a capacity_factor compiles)")
@@ -227,6 +239,7 @@ def build_step(config: dict, devices, slices: int = 1):
     none = (None,)
 
     experts = _int(config, "num_experts")
+    fused_qkv, fused_mlp = config["fused_qkv"] == "true", config["fused_mlp"] == "true"
 
     def mlp_shapes(prefix, lead):
         n = none * len(lead)
@@ -234,17 +247,22 @@ def build_step(config: dict, devices, slices: int = 1):
             return {prefix + k: v for k, v in moe_shapes(
                 E, experts, _int(config, "base_moe_mlp_dim"), spec, lead).items()} | {
                 prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
-        out = {prefix + "wi_0": (lead + (E, F), spec(*n, fsdp, "tensor")),
-               prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
+        out = {prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
                prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
+        if fused_mlp:  # kernel_axes ("embed", "num_activations", "mlp")
+            out[prefix + "wi"] = (lead + (E, 2 if gated else 1, F), spec(*n, fsdp, None, "tensor"))
+            return out
+        out[prefix + "wi_0"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
         if gated:
             out[prefix + "wi_1"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
         return out
 
-    shapes = {
+    qkv_weights = {"wqkv": ((cycles, E, H + 2 * KV, D), spec(None, fsdp, "tensor", None))} \
+        if fused_qkv else {
         "wq": ((cycles, E, H, D), spec(None, fsdp, "tensor", None)),
         "wk": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
-        "wv": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
+        "wv": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None))}
+    shapes = qkv_weights | {
         "wo": ((cycles, H, D, E), spec(None, "tensor", None, fsdp)),
         "norm_1": ((cycles, E), spec(None, "tensor")),
         "embedding": ((V, E), spec("tensor", fsdp)), "final_norm": ((E,), spec("tensor")),
@@ -284,6 +302,17 @@ def build_step(config: dict, devices, slices: int = 1):
     sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
                                       out_specs=heads_spec, check_vma=False)
 
+    def split_local_heads(qkv):
+        # Each shard holds its share of the fused heads: H / tensor query heads, then KV / tensor
+        # key and value heads (attentions.py L793-799).
+        local = qkv.shape[1]
+        nq = local * H // (H + 2 * KV)
+        nkv = (local - nq) // 2
+        return tuple(jnp.split(qkv, [nq, nq + nkv], axis=1))
+
+    split_qkv = jax.shard_map(split_local_heads, mesh=mesh, in_specs=(heads_spec,),
+                              out_specs=(heads_spec,) * 3, check_vma=False)
+
     if experts > 1:
         experts_mlp = moe_mlp(experts, _int(config, "num_experts_per_tok"),
                               float(config["capacity_factor"]), bf16, spec, batch_axes,
@@ -295,21 +324,29 @@ def build_step(config: dict, devices, slices: int = 1):
             params = {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
             m = experts_mlp(h, params if prefix else p)
             return jax.lax.with_sharding_constraint(x + m, activations)
-        a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])), "mlpwi_0")
-        if gated:
+        if fused_mlp:
+            x2 = checkpoint_name(jnp.einsum("bse,enf->bsnf", h, bf16(p[prefix + "wi"])), "mlpwi")
+            a = act_fn(x2[:, :, 0]) * x2[:, :, 1] if gated else act_fn(x2[:, :, 0])
+        elif gated:
+            a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])), "mlpwi_0")
             b = jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_1"]))
             a = act_fn(a) * checkpoint_name(b, "mlpwi_1")
         else:
-            a = act_fn(a)
+            a = act_fn(checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])),
+                                       "mlpwi_0"))
         m = checkpoint_name(jnp.einsum("bsf,fe->bse", a, bf16(p[prefix + "wo_mlp"])), "mlpwo")
         return jax.lax.with_sharding_constraint(x + m, activations)
 
     def attention_layer(x, p):
         x = checkpoint_name(x, "decoder_layer_input")
         h = norm(x, p["norm_1"])
-        q = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wq"])), "query_proj")
-        k = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wk"])), "key_proj")
-        v = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wv"])), "value_proj")
+        if fused_qkv:
+            q, k, v = split_qkv(checkpoint_name(
+                jnp.einsum("bse,ehd->bhsd", h, bf16(p["wqkv"])), "qkv_proj"))
+        else:
+            q = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wq"])), "query_proj")
+            k = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wk"])), "key_proj")
+            v = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wv"])), "value_proj")
         o = sharded_attention(q / math.sqrt(D), k, v)
         o = checkpoint_name(jnp.einsum("bhsd,hde->bse", o, bf16(p["wo"])), "out_proj")
         return mlp(jax.lax.with_sharding_constraint(x + o, activations), p)

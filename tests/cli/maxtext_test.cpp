@@ -61,7 +61,7 @@ TEST_F(Cli, AMaxTextRunBecomesAScenarioAndItsModel) {
   const CmdResult r = run("import maxtext " + path("small.yml") +
                           " per_device_batch_size=4 max_target_length=2048 remat_policy=full "
                           "ici_fsdp_parallelism=-1 ici_tensor_parallelism=2 "
-                          "compile_topology=v5p-16 steps=10 -o " +
+                          "compile_topology=v5p-16 steps=10 fused_qkv=True fused_mlp=false -o " +
                           path("run.yaml"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("not modelled: decoder_block=llama2 (not modelled)"), std::string::npos);
@@ -70,7 +70,8 @@ TEST_F(Cli, AMaxTextRunBecomesAScenarioAndItsModel) {
   EXPECT_NE(scenario.find("# not modelled: steps=10"), std::string::npos) << scenario;
   EXPECT_NE(scenario.find("chip: v5p\nchips: 8\n"), std::string::npos) << scenario;  // 16 cores
   EXPECT_NE(scenario.find("mesh: {tensor: 2}"), std::string::npos) << scenario;
-  EXPECT_NE(scenario.find("model: run.model.yaml\nseq: 2048\nbatch_per_chip: 4\nremat: full"),
+  EXPECT_NE(scenario.find("model: run.model.yaml\nseq: 2048\nbatch_per_chip: 4\nremat: full\n"
+                          "fused_qkv: true\nfused_mlp: false"),
             std::string::npos)
       << scenario;
   EXPECT_NE(model.find("d_model: 2048"), std::string::npos) << model;
@@ -91,6 +92,9 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
       run("import maxtext " + path("small.yml") +
           " compile_topology=v5e-16 per_device_batch_size=big -o " + path("a.yaml")),
       "per_device_batch_size=big: expected a whole number of at least 1");
+  expect_clean_failure(run("import maxtext " + path("small.yml") +
+                           " compile_topology=v5e-16 fused_qkv=yes -o " + path("a.yaml")),
+                       "fused_qkv=yes: expected true or false");
   // A mixture of experts imports (MaxText's num_experts_per_tok defaults to 1); one of 8 experts
   // over an expert axis of 3 does not divide them.
   std::ofstream(path("moe.yml")) << kModel << "num_experts: 8\n";

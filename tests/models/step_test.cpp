@@ -255,6 +255,49 @@ TEST(Memory, RematPlacementPerNamedTensor) {
   EXPECT_LT(predict_step(c).step_time_s, predict_step(full).step_time_s);
 }
 
+// MaxText's fused_qkv and fused_mlp name the fused projections qkv_proj and mlpwi
+// (attentions.py L785, linears.py L808), and its presets list those names beside the separate
+// ones, except qkv_proj_offloaded (nnx_decoders.py L1345-1352), which then offloads nothing: the
+// compiled small step with fused_qkv holds no host buffer (docs/step_model.md).
+TEST(Memory, FusedProjectionsTakeTheirOwnCheckpointNames) {
+  using A = Activation;
+  const RematPolicy offloaded = RematPolicy::named("qkv_proj_offloaded");
+  EXPECT_EQ(offloaded.fused(false, false)[A::query_proj], Placement::offload);
+  for (A a : {A::query_proj, A::key_proj, A::value_proj})
+    EXPECT_EQ(offloaded.fused(true, false)[a], Placement::remat) << name(a);
+  for (const char* policy : {"minimal", "save_qkv_proj", "save_dot_except_mlp"})
+    EXPECT_EQ(RematPolicy::named(policy).fused(true, true)[A::key_proj], Placement::device)
+        << policy;
+  const RematPolicy minimal_off = RematPolicy::named("minimal_offloaded").fused(true, true);
+  EXPECT_EQ(minimal_off[A::value_proj], Placement::offload);
+  EXPECT_EQ(minimal_off[A::mlpwi_1], Placement::offload);
+  EXPECT_EQ(RematPolicy::named("save_dot_except_mlpwi").fused(true, true)[A::mlpwi_0],
+            Placement::remat);
+  RematPolicy custom = RematPolicy::named("custom");
+  custom.set(A::qkv_proj, "device");
+  custom.set(A::mlpwi_0, "offload");
+  EXPECT_EQ(custom.fused(true, true)[A::query_proj], Placement::device);
+  EXPECT_EQ(custom.fused(true, true)[A::mlpwi_0], Placement::remat);  // mlpwi is recomputed
+  EXPECT_EQ(custom.fused(false, false)[A::query_proj], Placement::remat);
+
+  // In a step: q, k and v offloaded unfused; fused, nothing offloaded and the qkv projection
+  // recomputed, so the step is slower.
+  StepConfig c = tiny_step(2);
+  c.remat = offloaded;
+  const StepPrediction apart = predict_step(c);
+  c.fused_qkv = c.fused_mlp = true;
+  const StepPrediction fused = predict_step(c);
+  auto offloaded_bytes = [](const StepPrediction& p) {
+    int64_t b = 0;
+    for (const MemoryItem& m : p.memory)
+      if (!m.on_device) b += m.bytes;
+    return b;
+  };
+  EXPECT_EQ(offloaded_bytes(apart), 4 * 2048 * (8 + 2 + 2) * 128 * 2);  // q, k, v, 4 layers
+  EXPECT_EQ(offloaded_bytes(fused), 0);
+  EXPECT_GT(fused.step_time_s, apart.step_time_s);
+}
+
 // A slice of `chips` chips of `chip` all on the FSDP axis.
 StepConfig fsdp_step(const char* chip, const char* model, int64_t chips, int64_t seq,
                      int64_t batch_per_chip) {
