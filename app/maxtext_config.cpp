@@ -133,7 +133,7 @@ std::string model_yaml(const std::string& file, const std::string& name,
       << YAML::Value << fmt::format("MaxText model config {} (tpusim import maxtext)", file);
   std::set<std::string> seen;
   std::vector<std::pair<std::string, int64_t>> moe, gdn;
-  int64_t interval = 1, value_head_dim = 0;
+  int64_t interval = 1, value_head_dim = 0, interleave = 1, first_dense = 0;
   // inhomogeneous_layer_cycle_interval is Qwen3-Next's GDN cycle only under its decoder block.
   const std::string block = !decoder_block.empty()  ? decoder_block
                             : root["decoder_block"] ? scalar_text(root["decoder_block"])
@@ -157,13 +157,15 @@ std::string model_yaml(const std::string& file, const std::string& name,
     } else if (key == "inhomogeneous_layer_cycle_interval" && qwen3_next) {
       interval = yaml_as<int64_t>(file, kv.second, key, "an integer");
       out << YAML::Key << "full_attention_interval" << YAML::Value << interval;
-    } else if (key == "interleave_moe_layer_step") {
-      // Every step-th layer MoE, the others dense: tpusim's MoE model has experts in every layer.
-      if (const int64_t step = yaml_as<int64_t>(file, kv.second, key, "an integer"); step != 1)
-        throw Error(
-            fmt::format("{}: interleave_moe_layer_step={}: tpusim models experts in every "
-                        "layer, not in every {}th",
-                        file, step, step));
+    } else if ((key == "interleave_moe_layer_step" && block == "llama4") ||
+               (key == "first_num_dense_layers" && block == "deepseek")) {
+      // Which layers keep a dense MLP, as MaxText's get_dense_moe_layers reads them for these
+      // decoder blocks (maxtext_utils.py L754-761).
+      const int64_t n = yaml_as<int64_t>(file, kv.second, key, "an integer");
+      if (n < (key == "first_num_dense_layers" ? 0 : 1))
+        throw Error(fmt::format("{}: {}={}: expected a whole number{}", file, key, n,
+                                key == "first_num_dense_layers" ? "" : " of at least 1"));
+      (key == "first_num_dense_layers" ? first_dense : interleave) = n;
     } else if (auto small = kSmallKeys.find(key); small != kSmallKeys.end()) {
       w.skip(key, scalar_text(kv.second), small->second);
     } else if (auto g = kGdnKeys.find(key); g != kGdnKeys.end()) {
@@ -181,6 +183,11 @@ std::string model_yaml(const std::string& file, const std::string& name,
       throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
     out << YAML::Key << ours << YAML::Value << d->second;
     w.defaults.push_back(fmt::format("{}={} (MaxText's base.yml)", key, d->second));
+  }
+  if (interleave > 1 || first_dense > 0) {
+    const int64_t layers = yaml_as<int64_t>(file, root["base_num_decoder_layers"],
+                                            "base_num_decoder_layers", "an integer");
+    moe.emplace_back("dense_layers", first_dense + layers - layers / interleave);
   }
   emit_moe(out, moe);
   if (interval > 1) {  // a hybrid model: its Gated Delta Net layers' dims
@@ -385,6 +392,9 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
                                                 {"shared", m.moe.shared}};
     for (const auto& [maxtext, ours] : kMoeKeys)
       args.push_back(fmt::format("{}={}", maxtext, moe.at(ours)));
+    // Layers keeping the dense MLP, in DeepSeek's key (the compiled step refuses it).
+    if (m.moe.dense_layers > 0)
+      args.push_back(fmt::format("first_num_dense_layers={}", m.moe.dense_layers));
     args.push_back(fmt::format("sparse_matmul={}", c.moe_sparse_matmul ? "true" : "false"));
     if (c.capacity_factor > 0) args.push_back(fmt::format("capacity_factor={}", c.capacity_factor));
   }

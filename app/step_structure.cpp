@@ -31,9 +31,12 @@ std::vector<TraceSpan> step_structure(const StepConfig& c, const StepPrediction&
   const ModelConfig& m = c.model;
   const StepPart* attention = part_named(p, "attention layer");
   const StepPart* gdn = part_named(p, "gdn layer");
-  // Layer i is full attention when every layer is, or when it ends an interval.
+  const StepPart* dense = part_named(p, kDenseMlpLayer);
+  // Layer i is full attention when every layer is, or when it ends an interval; a mixture of
+  // experts' dense-MLP layers are drawn first (DeepSeek's order; Llama4 interleaves them).
   auto layer = [&](int64_t i) {
     const bool full = m.full_attention_interval == 0 || (i + 1) % m.full_attention_interval == 0;
+    if (full && i < m.moe.dense_layers) return std::make_pair(dense, "attention (dense MLP)");
     return full ? std::make_pair(attention, "attention") : std::make_pair(gdn, "gdn");
   };
   if (const StepPart* d = part_named(p, "host dispatch")) add(kStep, "host dispatch", d->compute_s);

@@ -122,7 +122,8 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
           ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)
           : 0;
   const int64_t layer_weights =
-      std::max(m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0) /
+      std::max({m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0,
+                m.moe.dense_layers ? m.without_experts().attention_layer_params() : 0}) /
       c.mesh.tensor * kBf16;
   // The logits dot writes bf16 (its cross-entropy fusion upcasts on the fly) and the gradient
   // comes back bf16: f32 copies of both would not fit the measured C3 #1 and #7 runs in 32 GiB.

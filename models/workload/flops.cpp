@@ -23,7 +23,10 @@ double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, Atte
   const double gdn_core = 8.0 * m.gdn.value_heads * m.gdn.head_dim * m.gdn.head_dim * B * S;
   const double La = static_cast<double>(m.attention_layers()),
                Lg = static_cast<double>(m.gdn_layers());
-  const double weights = ffn * m.layers + (qkv + proj) * La + gdn_weights * Lg + embedding;
+  // get_dense_moe_layers: the dense layers count the dense MLP (calculate_routed_and_shared_...).
+  const double dense = static_cast<double>(m.moe.dense_layers);
+  const double weights = ffn * (m.layers - dense) + mlp(m.mlp_dim) * dense + (qkv + proj) * La +
+                         gdn_weights * Lg + embedding;
   return 3 * weights + 3 * (causal * La + gdn_core * Lg);
 }
 

@@ -40,8 +40,9 @@ int64_t ModelConfig::gdn_layer_params() const {
 int64_t ModelConfig::embedding_params() const { return 2 * vocab * d_model; }
 
 int64_t ModelConfig::params() const {
-  return attention_layers() * attention_layer_params() + gdn_layers() * gdn_layer_params() +
-         embedding_params() + d_model;
+  return (attention_layers() - moe.dense_layers) * attention_layer_params() +
+         moe.dense_layers * without_experts().attention_layer_params() +
+         gdn_layers() * gdn_layer_params() + embedding_params() + d_model;
 }
 
 std::vector<std::string> known_models() {
@@ -81,16 +82,26 @@ ModelConfig load_model(const std::string& name_or_path) {
     top.fail("kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads,
                                      m.kv_heads));
   if (top.has("moe")) {
-    const YamlMap e = top.map("moe", {"experts", "top_k", "mlp_dim", "shared"}, "MoE key");
+    const YamlMap e =
+        top.map("moe", {"experts", "top_k", "mlp_dim", "shared", "dense_layers"}, "MoE key");
     for (const char* k : {"experts", "top_k"}) e.need(k);
     m.moe.experts = e.positive("experts", 0, kMaxCount);
     m.moe.top_k = e.positive("top_k", 0, m.moe.experts);
     m.moe.mlp_dim = e.positive("mlp_dim", m.mlp_dim, kMaxWidth);
     m.moe.shared = e.has("shared") ? e.positive("shared", 0, kMaxCount) : 0;
+    if (e.has("dense_layers")) {
+      m.moe.dense_layers = e.positive("dense_layers", 0, m.layers);
+      if (m.moe.dense_layers >= m.layers)
+        e.fail("dense_layers", fmt::format("{} of the {} layers: none would have experts",
+                                           m.moe.dense_layers, m.layers));
+    }
     if (!m.swiglu) top.fail("mlp", "MoE experts are SwiGLU (MaxText's silu, linear)");
   }
   if (top.has("full_attention_interval")) {
     m.full_attention_interval = top.positive("full_attention_interval");
+    if (m.moe.dense_layers > 0)
+      top.fail("full_attention_interval",
+               "a hybrid model's layers all have experts or none (moe.dense_layers)");
     if (!top.has("gdn"))
       top.fail("gdn", "a hybrid model (full_attention_interval) needs gdn dimensions");
   }

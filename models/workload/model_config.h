@@ -12,11 +12,14 @@ struct GdnDims {
   int64_t key_heads = 16, value_heads = 32, head_dim = 128, conv_kernel = 4;
 };
 
-// A mixture of experts in place of every layer's MLP (MaxText's num_experts, num_experts_per_tok,
+// A mixture of experts in place of a layer's MLP (MaxText's num_experts, num_experts_per_tok,
 // base_moe_mlp_dim, shared_experts): a router over `experts` SwiGLU experts of width `mlp_dim`,
 // `top_k` of them per token, and `shared` experts every token passes through. experts 0: dense.
+// `dense_layers` of the layers keep the dense MLP of the model's mlp_dim instead (MaxText's
+// get_dense_moe_layers: DeepSeek's first_num_dense_layers; Llama4's layers - layers /
+// interleave_moe_layer_step); which ones does not matter to a step of identical layers.
 struct MoeDims {
-  int64_t experts = 0, top_k = 0, mlp_dim = 0, shared = 0;
+  int64_t experts = 0, top_k = 0, mlp_dim = 0, shared = 0, dense_layers = 0;
 };
 
 struct ModelConfig {
@@ -35,7 +38,15 @@ struct ModelConfig {
   int64_t scanned_iterations() const {
     return attention_layers() > 0 ? attention_layers() : layers;
   }
-  int64_t attention_layer_params() const;  // attention + MLP + norms
+  // Layers with experts (every layer but moe.dense_layers), 0 for a dense model.
+  int64_t moe_layers() const { return is_moe() ? layers - moe.dense_layers : 0; }
+  // The same model with a dense MLP in every layer: what its dense layers are.
+  ModelConfig without_experts() const {
+    ModelConfig m = *this;
+    m.moe = {};
+    return m;
+  }
+  int64_t attention_layer_params() const;  // attention + MLP (the experts' if any) + norms
   int64_t gdn_layer_params() const;        // GDN projections, conv, norms + MLP
   int64_t mlp_params() const;  // the dense MLP, or the router, every expert and the shared ones
   int64_t embedding_params() const;  // input embedding and output projection (untied)

@@ -47,6 +47,13 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   return part;
 }
 
+// The step as its dense-MLP layers see it (a mixture of experts' moe.dense_layers).
+StepConfig with_dense_mlp(const StepConfig& c) {
+  StepConfig dense = c;
+  dense.model = c.model.without_experts();
+  return dense;
+}
+
 // Builds one part's program and runs the engine's static checks on it; a failure names `key`.
 template <typename Build>
 Program checked_part(const StepConfig& c, const std::string& key, const std::string& part,
@@ -86,6 +93,7 @@ void check(const StepConfig& c) {
   check_config(c);
   const LocalSizes l = c.local();
   if (c.model.attention_layers() > 0) attention_part(c, l);
+  if (c.model.moe.dense_layers > 0) attention_part(with_dense_mlp(c), l);
   if (c.model.gdn_layers() > 0) gdn_part(c, l);
   logits_part(c, l);
   optimizer_part(c);
@@ -102,6 +110,7 @@ Program one_of_each_part(const StepConfig& c) {
     p.append(q);
   };
   if (c.model.attention_layers() > 0) add("attention layer", attention_layer(c, l));
+  if (c.model.moe.dense_layers > 0) add(kDenseMlpLayer, attention_layer(with_dense_mlp(c), l));
   if (c.model.gdn_layers() > 0) add("gdn layer", gdn_layer(c, l));
   add("embedding + logits", embedding_and_logits(c, l));
   return p;
@@ -124,7 +133,9 @@ StepPrediction predict_memory(const StepConfig& c) {
   return out;
 }
 
-bool is_layer(const StepPart& p) { return p.name == "attention layer" || p.name == "gdn layer"; }
+bool is_layer(const StepPart& p) {
+  return p.name == "attention layer" || p.name == kDenseMlpLayer || p.name == "gdn layer";
+}
 
 StepPrediction predict_step(const StepConfig& c) {
   StepPrediction out = predict_memory(c);  // checks the configuration first
@@ -136,20 +147,25 @@ StepPrediction predict_step(const StepConfig& c) {
   const Program attention = m.attention_layers() > 0 ? attention_part(c, l) : Program{};
   const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
   const Program logits = logits_part(c, l), update = optimizer_part(c);
-  auto layer = [&](const std::string& name, int64_t count, const Program& p, int64_t params,
-                   PartKind kind) {
-    StepPart part = simulate_part(c, name, count, p, /*in_backward=*/true);
-    const CollectiveTime t = layer_collectives(c, params, kind, part.forward_s, part.backward_s,
+  auto layer = [&](const StepConfig& of, const std::string& name, int64_t count, const Program& p,
+                   int64_t params, PartKind kind) {
+    StepPart part = simulate_part(of, name, count, p, /*in_backward=*/true);
+    const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, part.backward_s,
                                                out.backward_gathers_prefetched);
     part.collective_s = t.total_s;
     part.exposed_s = t.exposed_s;
     out.parts.push_back(part);
   };
-  if (m.attention_layers() > 0)
-    layer("attention layer", m.attention_layers(), attention, m.attention_layer_params(),
-          PartKind::attention_layer);
+  if (m.attention_layers() > m.moe.dense_layers)
+    layer(c, "attention layer", m.attention_layers() - m.moe.dense_layers, attention,
+          m.attention_layer_params(), PartKind::attention_layer);
+  if (m.moe.dense_layers > 0) {
+    const StepConfig dense = with_dense_mlp(c);
+    layer(dense, kDenseMlpLayer, m.moe.dense_layers, attention_part(dense, l),
+          dense.model.attention_layer_params(), PartKind::attention_layer);
+  }
   if (m.gdn_layers() > 0)
-    layer("gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), PartKind::gdn_layer);
+    layer(c, "gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), PartKind::gdn_layer);
   StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);
   // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
   emb.collective_s = emb.exposed_s =

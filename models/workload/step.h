@@ -34,7 +34,11 @@ struct StepPart {
   double flops = 0;  // per instance, executed (algorithmic)
 };
 
-// A decoder layer's part ("attention layer", "gdn layer"): what the scanned layer loops run.
+// A mixture of experts' layers with the dense MLP instead (moe.dense_layers).
+inline constexpr const char* kDenseMlpLayer = "attention layer (dense MLP)";
+
+// A decoder layer's part ("attention layer", kDenseMlpLayer, "gdn layer"): what the scanned
+// layer loops run.
 bool is_layer(const StepPart& p);
 
 struct StepPrediction {

@@ -71,7 +71,8 @@ PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj"
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
               "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
-NOT_COMPILED = {"quantization": "int8 (AQT) quantization"}
+NOT_COMPILED = {"quantization": "int8 (AQT) quantization",
+                "first_num_dense_layers": "dense layers among a mixture of experts' layers"}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
 _MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]

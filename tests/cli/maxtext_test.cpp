@@ -110,6 +110,17 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
           " compile_topology=v5e-16 ici_expert_parallelism=3 ici_fsdp_parallelism=-1 -o " +
           path("a.yaml")),
       "key 'mesh");
+  // Llama4's experts in every 2nd layer: 8 of the 16 keep the dense MLP (get_dense_moe_layers).
+  std::ofstream(path("l4.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 2\n";
+  const CmdResult l4 = run("import maxtext " + path("l4.yml") +
+                           " decoder_block=llama4 compile_topology=v5e-16 -o " + path("l4.yaml"));
+  EXPECT_EQ(l4.status, 0) << l4.err;
+  EXPECT_NE(slurp(path("l4.model.yaml")).find("dense_layers: 8"), std::string::npos)
+      << slurp(path("l4.model.yaml"));
+  std::ofstream(path("l0.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 0\n";
+  expect_clean_failure(run("import maxtext " + path("l0.yml") +
+                           " decoder_block=llama4 compile_topology=v5e-16 -o " + path("l0.yaml")),
+                       "interleave_moe_layer_step=0: expected a whole number of at least 1");
   // A remat policy MaxText has and tpusim does not know: the written scenario fails to load and
   // is removed with its model.
   expect_clean_failure(run("import maxtext " + path("small.yml") +

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tpusim import maxtext` on MaxText's own model configs, read from the pinned MaxText wheel
 # (.venv/wheels, scripts/setup.sh): Llama2-70B and GPT-3 175B as C5's runs were launched become
-# scenarios that load and run, and so does Mixtral-8x7B as B5 #16 was launched (tokens dropped).
+# scenarios that load and run, and so do Mixtral-8x7B as B5 #16 was launched (tokens dropped) and
+# Llama4 Scout and Maverick (Maverick's dense layers between its MoE layers).
 # Usage: maxtext_import.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -52,9 +53,12 @@ grep -q "^not modelled: inhomogeneous_layer_cycle_interval=4 (not modelled)$" "$
 grep -q "^  custom: {decoder_layer_input: offload}$" "$dir/scout.yaml"
 for kv in "experts: 16" "top_k: 1" "shared: 1"; do grep "^moe: {" "$dir/scout.model.yaml" | grep -q "$kv"; done
 "$tpusim" run "$dir/scout.yaml" >/dev/null
-# Maverick puts experts in every other layer: refused, one line.
-if "$tpusim" import maxtext "$dir/llama4-17b-128e.yml" compile_topology=v5p-256 \
-  -o "$dir/maverick.yaml" >"$dir/log" 2>"$dir/err"; then exit 1; fi
-grep -q "interleave_moe_layer_step=2: tpusim models experts in every layer" "$dir/err"
-[ "$(wc -l <"$dir/err")" -eq 1 ] && [ ! -e "$dir/maverick.yaml" ]
+# Maverick puts experts in every other layer (interleave_moe_layer_step 2): 24 of its 48 layers
+# keep the dense MLP, as MaxText's get_dense_moe_layers counts them.
+"$tpusim" import maxtext "$dir/llama4-17b-128e.yml" compile_topology=v5p-256 \
+  per_device_batch_size=4 max_target_length=8192 ici_fsdp_parallelism=32 \
+  ici_tensor_parallelism=4 -o "$dir/maverick.yaml" >"$dir/log" 2>"$dir/err"
+grep "^moe: {" "$dir/maverick.model.yaml" | grep -q "dense_layers: 24"
+grep -q "^mlp_dim: 16384$" "$dir/maverick.model.yaml"
+"$tpusim" run "$dir/maverick.yaml" | grep -q "attention layer (dense MLP)  *24 x"
 echo "maxtext_import: ok"

@@ -442,6 +442,34 @@ TEST(Moe, MaxTextCountsTheGateAndTopKExperts) {
   EXPECT_DOUBLE_EQ(maxtext_flops_per_device(m, 1, 4096), 326503413841920.0);
 }
 
+// Llama4 Maverick (MaxText's llama4-17b-128e.yml): every 2nd of its 48 layers has 128 experts of
+// 8192 and a shared one, the other 24 the dense MLP of 16384 (get_dense_moe_layers). By hand: an
+// MoE layer 5120 x 56 x 128 + 40 x 128 x 5120 + 5120 x 128 + 129 x 3 x 5120 x 8192 + 2 x 5120 =
+// 16,295,536,640 parameters, a dense one 314,583,040, the model 400,711,848,960 with the
+// embeddings; MaxText's count at 1 x 8192 tokens (calculate_routed_and_shared_ffn_tflops_per_device
+// for the MLPs, Llama4's attention at a window of the whole sequence: causal)
+// 892,746,533,437,440 FLOPs. The step runs both kinds of layer, 24 of each.
+TEST(Moe, DenseLayersOfAMixtureOfExperts) {
+  const ModelConfig m = load_model("llama4-maverick-17b-128e");
+  EXPECT_EQ(m.moe_layers(), 24);
+  EXPECT_EQ(m.attention_layer_params(), 16'295'536'640);
+  EXPECT_EQ(m.without_experts().attention_layer_params(), 314'583'040);
+  EXPECT_EQ(m.params(), 400'711'848'960);
+  EXPECT_DOUBLE_EQ(maxtext_flops_per_device(m, 1, 8192), 892746533437440.0);
+
+  StepConfig c;
+  c.chip = load_chip("v5p");
+  c.model = m;
+  c.chips_per_slice = 128;
+  c.mesh = {1, 32, 4};
+  c.seq = 8192, c.batch_per_chip = 1;
+  const StepPrediction p = predict_step(c);
+  std::map<std::string, int64_t> count;
+  for (const StepPart& part : p.parts) count[part.name] = part.count;
+  EXPECT_EQ(count["attention layer"], 24);
+  EXPECT_EQ(count["attention layer (dense MLP)"], 24);
+}
+
 // Mixtral-8x7B on 16 v6e chips, 1 x 4096 tokens per chip, fsdp 4 x expert 4.
 StepConfig mixtral_ep(bool sparse_matmul, int64_t expert) {
   StepConfig c;
