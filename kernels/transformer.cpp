@@ -35,10 +35,11 @@ struct AttentionArrays {
 AttentionArrays arrays(const AttentionShape& s) {
   const int64_t G = s.q_heads / s.kv_heads;
   const Shape qs{s.batch, s.kv_heads, G, s.seq, s.head_dim},
-      kvs{s.batch, s.kv_heads, s.kv_len(), s.head_dim};
+      kvs{s.batch, s.kv_heads, s.kv_len(), s.head_dim},
+      vs{s.batch, s.kv_heads, s.kv_len(), s.v_dim()}, os{s.batch, s.kv_heads, G, s.seq, s.v_dim()};
   const Shape stat{s.batch, s.kv_heads, G, s.seq, 1};
-  return {{"q", qs, s.dtype},      {"k", kvs, s.dtype},       {"v", kvs, s.dtype},
-          {"o", qs, s.dtype},      {"lse", stat, DType::f32}, {"do", qs, s.dtype},
+  return {{"q", qs, s.dtype},      {"k", kvs, s.dtype},       {"v", vs, s.dtype},
+          {"o", os, s.dtype},      {"lse", stat, DType::f32}, {"do", os, s.dtype},
           {"di", stat, DType::f32}};
 }
 
@@ -47,17 +48,18 @@ struct BackwardInputs {
   ValueId q, d_o, lse, di, k, v;
 };
 
+// D: the queries' and keys' head dim, Dv the values'.
 BackwardInputs backward_inputs(KernelBuilder& kb, const AttentionArrays& a, const IndexMap& q_map,
-                               const IndexMap& kv_map, int64_t b, int64_t D) {
+                               const IndexMap& kv_map, int64_t b, int64_t D, int64_t Dv) {
   auto in = [&](const char* n, const Tensor& t, Shape block, const IndexMap& map, Shape view) {
     return kb.reshape(n, kb.input(t, std::move(block), map), std::move(view));
   };
   return {in("q", a.q, {1, 1, 1, b, D}, q_map, {b, D}),
-          in("do", a.d_o, {1, 1, 1, b, D}, q_map, {b, D}),
+          in("do", a.d_o, {1, 1, 1, b, Dv}, q_map, {b, Dv}),
           in("lse", a.lse, {1, 1, 1, b, 1}, q_map, {b, 1}),
           in("di", a.di, {1, 1, 1, b, 1}, q_map, {b, 1}),
           in("k", a.k, {1, 1, b, D}, kv_map, {b, D}),
-          in("v", a.v, {1, 1, b, D}, kv_map, {b, D})};
+          in("v", a.v, {1, 1, b, Dv}, kv_map, {b, Dv})};
 }
 
 // The forward's probabilities recomputed from the saved statistics: p = exp(q k^T - lse), the
@@ -83,7 +85,7 @@ ValueId score_gradient(KernelBuilder& kb, const BackwardInputs& x, ValueId p, Wh
 std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
   check(s);
   const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
-                b = s.block, D = s.head_dim;
+                b = s.block, D = s.head_dim, Dv = s.v_dim();
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention fwd (block {})", b));
   // grid (batch, kv head, query head in group, q block i, kv block j)
@@ -92,11 +94,11 @@ std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
   const ValueId q = kb.reshape("q", kb.input(a.q, {1, 1, 1, b, D}, q_map), {b, D});
   const ValueId k = kb.reshape("k", kb.input(a.k, {1, 1, b, D}, kv_map), {b, D});
-  const ValueId v = kb.reshape("v", kb.input(a.v, {1, 1, b, D}, kv_map), {b, D});
-  const ValueId o = kb.output(a.o, {1, 1, 1, b, D}, q_map);
+  const ValueId v = kb.reshape("v", kb.input(a.v, {1, 1, b, Dv}, kv_map), {b, Dv});
+  const ValueId o = kb.output(a.o, {1, 1, 1, b, Dv}, q_map);
   const ValueId lse = kb.output(a.lse, {1, 1, 1, b, 1}, q_map);
   const ValueId m = kb.scratch("m", {b, 1}, DType::f32), l = kb.scratch("l", {b, 1}, DType::f32);
-  const ValueId acc = kb.scratch("acc", {b, D}, DType::f32);
+  const ValueId acc = kb.scratch("acc", {b, Dv}, DType::f32);
   const When first{When::first, 4}, last{When::last, 4};
   const When live = s.causal ? When{When::at_or_below, 3, 4} : When{};
   kb.fill("m = -inf", m, kNegInf, first);
@@ -148,7 +150,7 @@ std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s) {
 std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
   check(s);
   const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
-                b = s.block, D = s.head_dim;
+                b = s.block, D = s.head_dim, Dv = s.v_dim();
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention bwd dkv (block {})", b));
   // grid (batch, kv head, kv block j, query head in group, q block i): dk, dv accumulate over (g,
@@ -157,11 +159,11 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
   const IndexMap q_map(
       {axis(0), axis(1), axis(3), s.causal ? clamped_below(4, 2) : axis(4), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), axis(2), constant(0)});
-  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D);
+  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D, Dv);
   const ValueId dk = kb.output({"dk", a.k.shape, DType::f32}, {1, 1, b, D}, kv_map);
-  const ValueId dv = kb.output({"dv", a.v.shape, DType::f32}, {1, 1, b, D}, kv_map);
+  const ValueId dv = kb.output({"dv", a.v.shape, DType::f32}, {1, 1, b, Dv}, kv_map);
   const ValueId dk_acc = kb.scratch("dk_acc", {b, D}, DType::f32),
-                dv_acc = kb.scratch("dv_acc", {b, D}, DType::f32);
+                dv_acc = kb.scratch("dv_acc", {b, Dv}, DType::f32);
   const ValueId sc = kb.scratch("s", {b, b}, DType::f32);
   const When live = s.causal ? When{When::at_or_below, 4, 2} : When{};
   kb.fill("dk = 0", dk_acc, 0, {When::first_both, 3, 4});
@@ -184,13 +186,13 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
 std::shared_ptr<const Kernel> attention_backward_dq(const AttentionShape& s) {
   check(s);
   const int64_t G = s.q_heads / s.kv_heads, n = s.seq / s.block, nk = s.kv_len() / s.block,
-                b = s.block, D = s.head_dim;
+                b = s.block, D = s.head_dim, Dv = s.v_dim();
   const AttentionArrays a = arrays(s);
   KernelBuilder kb(fmt::format("attention bwd dq (block {})", b));
   kb.grid({s.batch, s.kv_heads, G, n, nk}, {kPar, kPar, kPar, kPar, kArb});
   const IndexMap q_map({axis(0), axis(1), axis(2), axis(3), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
-  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D);
+  const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D, Dv);
   const ValueId dq = kb.output({"dq", a.q.shape, DType::f32}, {1, 1, 1, b, D}, q_map);
   const ValueId dq_acc = kb.scratch("dq_acc", {b, D}, DType::f32),
                 sc = kb.scratch("s", {b, b}, DType::f32);

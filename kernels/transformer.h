@@ -17,6 +17,8 @@
 namespace tpusim::kernels {
 
 struct AttentionShape {
+  // head_dim: of the queries and keys; head_dim_v: of the values and the output when they differ
+  // (multi-head latent attention: 192 against 128; splash's head_dim_v), 0: head_dim.
   int64_t batch = 1, seq = 4096, q_heads = 32, kv_heads = 8, head_dim = 128;
   int64_t block = 512;          // block_q = block_kv (splash default 512, MaxText's sa_block_*)
   int64_t block_compute = 512;  // sa_block_kv_compute: the kv sub-block of each softmax update
@@ -25,7 +27,9 @@ struct AttentionShape {
   // Keys and values per sequence when they differ from the queries' (context parallelism: the
   // local queries against the gathered keys); 0: seq. Only without the causal mask.
   int64_t kv_seq = 0;
+  int64_t head_dim_v = 0;
   int64_t kv_len() const { return kv_seq > 0 ? kv_seq : seq; }
+  int64_t v_dim() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
 };
 
 std::shared_ptr<const Kernel> attention_forward(const AttentionShape& s);
