@@ -9,12 +9,15 @@
 #include <optional>
 #include <set>
 
+#include "app/maxtext_keys.h"
 #include "models/chip_loader.h"
 #include "models/workload/model_config.h"
 #include "models/yaml_errors.h"
 #include "sim/error.h"
 
 namespace tpusim {
+
+using namespace maxtext_keys;
 
 namespace {
 
@@ -64,15 +67,6 @@ int64_t whole(const std::string& key, const std::string& v) {
 const std::vector<std::pair<std::string, std::string>> kDefaults = {
     {"max_target_length", "2048"}, {"per_device_batch_size", "12"}, {"remat_policy", "full"}};
 
-// Model config keys tpusim reads, and what they become.
-const std::map<std::string, std::string> kModelKeys = {{"base_emb_dim", "d_model"},
-                                                       {"base_num_query_heads", "q_heads"},
-                                                       {"base_num_kv_heads", "kv_heads"},
-                                                       {"base_mlp_dim", "mlp_dim"},
-                                                       {"base_num_decoder_layers", "layers"},
-                                                       {"head_dim", "head_dim"},
-                                                       {"vocab_size", "vocab"}};
-
 // base.yml's values of the model keys a model config may leave out (MaxText loads base.yml
 // first): head_dim L210, base_mlp_dim L207, vocab_size L821.
 const std::map<std::string, int64_t> kModelDefaults = {
@@ -85,12 +79,6 @@ const std::map<std::string, std::string> kSmallKeys = {
     {"chunk_attn_window_size",
      "chunked attention taken as full causal attention (the same when the window is at least "
      "the sequence)"}};
-
-// MaxText's mixture-of-experts keys and ours under `moe:` (one expert: a dense model).
-const std::map<std::string, std::string> kMoeKeys = {{"num_experts", "experts"},
-                                                     {"num_experts_per_tok", "top_k"},
-                                                     {"base_moe_mlp_dim", "mlp_dim"},
-                                                     {"shared_experts", "shared"}};
 
 // MaxText's Gated Delta Net keys and ours under `gdn:` (base.yml L1457-1465; tpusim's GdnDims
 // defaults are base.yml's, so absent keys need not be written). gdn_value_head_dim must equal the
@@ -122,6 +110,55 @@ struct Writer {
 
 std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : YAML::Dump(n); }
 
+// mlp_activations: [silu, linear] (or gelu's) is a gated MLP, anything else one GELU projection.
+void emit_mlp(YAML::Emitter& out, const std::string& file, const YAML::Node& list, Writer& w) {
+  std::vector<std::string> acts;
+  for (const auto& a : list)
+    acts.push_back(yaml_as<std::string>(file, a, "mlp_activations", "a name"));
+  const bool gated = acts.size() == 2 && acts[1] == "linear";
+  out << YAML::Key << "mlp" << YAML::Value << (gated ? "swiglu" : "gelu");
+  if (!gated && !(acts.size() == 1 && acts[0] == "gelu"))
+    w.skip("mlp_activations", scalar_text(list), "modelled as one GELU up projection");
+}
+
+// The model keys the config left out, at base.yml's values; a key without one is an error.
+void emit_model_defaults(YAML::Emitter& out, const std::string& file,
+                         const std::set<std::string>& seen, Writer& w) {
+  for (const auto& [key, ours] : kModelKeys) {
+    if (seen.count(key)) continue;
+    const auto d = kModelDefaults.find(key);
+    if (d == kModelDefaults.end())
+      throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
+    out << YAML::Key << ours << YAML::Value << d->second;
+    w.defaults.push_back(fmt::format("{}={} (MaxText's base.yml)", key, d->second));
+  }
+}
+
+// `mla:` from the config's dims, base.yml's for those it leaves out.
+void emit_mla(YAML::Emitter& out, const std::map<std::string, int64_t>& dims, Writer& w) {
+  out << YAML::Key << "mla" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& [key, fallback] : kMlaKeys) {
+    const auto it = dims.find(key);
+    if (it == dims.end())
+      w.defaults.push_back(fmt::format("{}={} (MaxText's base.yml)", key, fallback));
+    out << YAML::Key << key << YAML::Value << (it == dims.end() ? fallback : it->second);
+  }
+  out << YAML::EndMap;
+}
+
+// A hybrid model's Gated Delta Net dims (one head dim: the key's).
+void emit_gdn(YAML::Emitter& out, const std::vector<std::pair<std::string, int64_t>>& gdn,
+              int64_t value_head_dim, Writer& w) {
+  out << YAML::Key << "gdn" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& [k, v] : gdn) out << YAML::Key << k << YAML::Value << v;
+  out << YAML::EndMap;
+  const auto key_dim =
+      std::find_if(gdn.begin(), gdn.end(), [](const auto& kv) { return kv.first == "head_dim"; });
+  if (value_head_dim > 0 && value_head_dim != (key_dim == gdn.end() ? 128 : key_dim->second))
+    w.skip("gdn_value_head_dim", std::to_string(value_head_dim),
+           "tpusim's GDN layer has one head dim, the key head dim");
+}
+
 // `decoder_block`: the command line's, which overrides the model config's ("" for none).
 std::string model_yaml(const std::string& file, const std::string& name,
                        const std::string& decoder_block, Writer& w) {
@@ -139,19 +176,20 @@ std::string model_yaml(const std::string& file, const std::string& name,
                             : root["decoder_block"] ? scalar_text(root["decoder_block"])
                                                     : "";
   const bool qwen3_next = block == "qwen3_next";
+  const bool mla = root["attention_type"] && scalar_text(root["attention_type"]) == "mla";
+  std::map<std::string, int64_t> mla_dims;
   for (const auto& kv : root) {
     const std::string key = yaml_as<std::string>(file, kv.first, "", "a key");
-    if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
+    if (mla && key == "base_num_kv_heads") {
+      w.skip(key, scalar_text(kv.second),
+             "multi-head latent attention has a key and a value per query head (wkv_b, "
+             "attention_mla.py L737-741)");
+    } else if (auto it = kModelKeys.find(key); it != kModelKeys.end()) {
       out << YAML::Key << it->second << YAML::Value
           << yaml_as<int64_t>(file, kv.second, key, "an integer");
       seen.insert(key);
     } else if (key == "mlp_activations") {
-      std::vector<std::string> acts;
-      for (const auto& a : kv.second) acts.push_back(yaml_as<std::string>(file, a, key, "a name"));
-      const bool gated = acts.size() == 2 && acts[1] == "linear";
-      out << YAML::Key << "mlp" << YAML::Value << (gated ? "swiglu" : "gelu");
-      if (!gated && !(acts.size() == 1 && acts[0] == "gelu"))
-        w.skip(key, scalar_text(kv.second), "modelled as one GELU up projection");
+      emit_mlp(out, file, kv.second, w);
     } else if (auto m = kMoeKeys.find(key); m != kMoeKeys.end()) {
       moe.emplace_back(m->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "inhomogeneous_layer_cycle_interval" && qwen3_next) {
@@ -166,6 +204,11 @@ std::string model_yaml(const std::string& file, const std::string& name,
         throw Error(fmt::format("{}: {}={}: expected a whole number{}", file, key, n,
                                 key == "first_num_dense_layers" ? "" : " of at least 1"));
       (key == "first_num_dense_layers" ? first_dense : interleave) = n;
+    } else if (key == "attention_type" && mla) {
+      continue;  // its dims below
+    } else if (mla && std::any_of(kMlaKeys.begin(), kMlaKeys.end(),
+                                  [&](const auto& kv) { return kv.first == key; })) {
+      mla_dims[key] = yaml_as<int64_t>(file, kv.second, key, "an integer");
     } else if (auto small = kSmallKeys.find(key); small != kSmallKeys.end()) {
       w.skip(key, scalar_text(kv.second), small->second);
     } else if (auto g = kGdnKeys.find(key); g != kGdnKeys.end()) {
@@ -176,30 +219,21 @@ std::string model_yaml(const std::string& file, const std::string& name,
       w.skip(key, scalar_text(kv.second), "not modelled");
     }
   }
-  for (const auto& [key, ours] : kModelKeys) {
-    if (seen.count(key)) continue;
-    const auto d = kModelDefaults.find(key);
-    if (d == kModelDefaults.end())
-      throw Error(fmt::format("{}: no '{}' (tpusim needs it for the model's {})", file, key, ours));
-    out << YAML::Key << ours << YAML::Value << d->second;
-    w.defaults.push_back(fmt::format("{}={} (MaxText's base.yml)", key, d->second));
+  if (mla && root["base_num_query_heads"]) {
+    out << YAML::Key << "kv_heads" << YAML::Value
+        << yaml_as<int64_t>(file, root["base_num_query_heads"], "base_num_query_heads",
+                            "an integer");
+    seen.insert("base_num_kv_heads");
   }
+  emit_model_defaults(out, file, seen, w);
   if (interleave > 1 || first_dense > 0) {
     const int64_t layers = yaml_as<int64_t>(file, root["base_num_decoder_layers"],
                                             "base_num_decoder_layers", "an integer");
     moe.emplace_back("dense_layers", first_dense + layers - layers / interleave);
   }
   emit_moe(out, moe);
-  if (interval > 1) {  // a hybrid model: its Gated Delta Net layers' dims
-    out << YAML::Key << "gdn" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& [k, v] : gdn) out << YAML::Key << k << YAML::Value << v;
-    out << YAML::EndMap;
-    const auto key_dim =
-        std::find_if(gdn.begin(), gdn.end(), [](const auto& kv) { return kv.first == "head_dim"; });
-    if (value_head_dim > 0 && value_head_dim != (key_dim == gdn.end() ? 128 : key_dim->second))
-      w.skip("gdn_value_head_dim", std::to_string(value_head_dim),
-             "tpusim's GDN layer has one head dim, the key head dim");
-  }
+  if (mla) emit_mla(out, mla_dims, w);
+  if (interval > 1) emit_gdn(out, gdn, value_head_dim, w);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
@@ -354,78 +388,6 @@ MaxTextImport import_maxtext(const std::string& model_file,
   r.scenario = std::string(out.c_str()) + "\n";
   r.not_modelled = w.not_modelled;
   return r;
-}
-
-std::vector<std::string> maxtext_command_line(const StepConfig& c) {
-  const ModelConfig& m = c.model;
-  // MaxText 0.2.5 has the GDN layer's XLA path only (models/qwen3.py); the Pallas builds of
-  // PR #4348 and the doubling inverse of PR #4577 are not in it.
-  if (m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
-    throw Error(
-        fmt::format("gdn build {}: MaxText 0.2.5 runs Gated Delta Net layers with the main "
-                    "build only (its XLA path)",
-                    kernels::gdn::name(c.gdn.build)));
-  const std::map<std::string, int64_t> dims = {{"d_model", m.d_model},   {"q_heads", m.q_heads},
-                                               {"kv_heads", m.kv_heads}, {"mlp_dim", m.mlp_dim},
-                                               {"layers", m.layers},     {"head_dim", m.head_dim},
-                                               {"vocab", m.vocab}};
-  std::vector<std::string> args;
-  for (const auto& [maxtext, ours] : kModelKeys)
-    args.push_back(fmt::format("{}={}", maxtext, dims.at(ours)));
-  args.push_back(m.swiglu ? "mlp_activations=[silu,linear]" : "mlp_activations=[gelu]");
-  if (m.gdn_layers() > 0) {
-    args.push_back("decoder_block=qwen3_next");
-    args.push_back(fmt::format("inhomogeneous_layer_cycle_interval={}", m.full_attention_interval));
-    for (const auto& [key, v] :
-         std::vector<std::pair<std::string, int64_t>>{{"gdn_num_key_heads", m.gdn.key_heads},
-                                                      {"gdn_num_value_heads", m.gdn.value_heads},
-                                                      {"gdn_key_head_dim", m.gdn.head_dim},
-                                                      {"gdn_value_head_dim", m.gdn.head_dim},
-                                                      {"gdn_conv_kernel_dim", m.gdn.conv_kernel},
-                                                      {"gdn_chunk_size", c.gdn_chunk}})
-      args.push_back(fmt::format("{}={}", key, v));
-  }
-  if (m.is_moe()) {
-    const std::map<std::string, int64_t> moe = {{"experts", m.moe.experts},
-                                                {"top_k", m.moe.top_k},
-                                                {"mlp_dim", m.moe.mlp_dim},
-                                                {"shared", m.moe.shared}};
-    for (const auto& [maxtext, ours] : kMoeKeys)
-      args.push_back(fmt::format("{}={}", maxtext, moe.at(ours)));
-    // Layers keeping the dense MLP, in DeepSeek's key (the compiled step refuses it).
-    if (m.moe.dense_layers > 0)
-      args.push_back(fmt::format("first_num_dense_layers={}", m.moe.dense_layers));
-    args.push_back(fmt::format("sparse_matmul={}", c.moe_sparse_matmul ? "true" : "false"));
-    if (c.capacity_factor > 0) args.push_back(fmt::format("capacity_factor={}", c.capacity_factor));
-  }
-  args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
-  args.push_back(fmt::format("max_target_length={}", c.seq));
-  args.push_back(fmt::format("remat_policy={}", c.remat.policy));
-  if (c.remat.policy == "custom")
-    for (int i = 0; i < kNumActivations; ++i) {
-      // The fused projections' names exist only when the step fuses them.
-      const auto a = static_cast<Activation>(i);
-      if ((a == Activation::qkv_proj && !c.fused_qkv) || (a == Activation::mlpwi && !c.fused_mlp))
-        continue;
-      args.push_back(fmt::format("{}={}", name(a), name(c.remat.where[i])));
-    }
-  if (c.fused_qkv) args.push_back("fused_qkv=true");
-  if (c.fused_mlp) args.push_back("fused_mlp=true");
-  args.push_back(
-      fmt::format("weight_dtype={}", c.weight_dtype == DType::f32 ? "float32" : "bfloat16"));
-  if (c.int8_matmuls) args.push_back("quantization=int8");
-  if (c.vocab_tiles > 1) args.push_back(fmt::format("num_vocab_tiling={}", c.vocab_tiles));
-  for (const auto& [maxtext, size] :
-       std::vector<std::pair<std::string, int64_t>>{{"ici_fsdp_parallelism", c.mesh.fsdp},
-                                                    {"ici_tensor_parallelism", c.mesh.tensor},
-                                                    {"ici_context_parallelism", c.mesh.context},
-                                                    {"ici_expert_parallelism", c.mesh.expert}})
-    args.push_back(fmt::format("{}={}", maxtext, size));
-  // MaxText names v5p slices by TensorCores, two per chip (as `topology` above reads them).
-  const int64_t devices = c.chip.name == "v5p" ? 2 * c.chips_per_slice : c.chips_per_slice;
-  args.push_back(fmt::format("compile_topology={}-{}", c.chip.name, devices));
-  args.push_back(fmt::format("compile_topology_num_slices={}", c.mesh.data));
-  return args;
 }
 
 }  // namespace tpusim

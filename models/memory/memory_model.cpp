@@ -39,15 +39,17 @@ void persistent_items(const StepConfig& c, const LocalSizes& l, int64_t Et,
 void saved_activations(const StepConfig& c, const LocalSizes& l, int64_t Et,
                        std::vector<MemoryItem>& items) {
   const ModelConfig& m = c.model;
-  const int64_t M = l.tokens, Dh = m.head_dim;
+  const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
   auto bytes_of = [&](Activation a) -> int64_t {
     switch (a) {
       case A::query_proj:
+        return M * l.q_heads * Dqk * kBf16;
       case A::context:  // the attention output, and its f32 log-sum-exp per head
-        return M * l.q_heads * Dh * kBf16 + (a == A::context ? M * l.q_heads * kF32 : 0);
+        return M * l.q_heads * Dv * kBf16 + M * l.q_heads * kF32;
       case A::key_proj:
+        return M * l.kv_heads * Dqk * kBf16;
       case A::value_proj:
-        return M * l.kv_heads * Dh * kBf16;
+        return M * l.kv_heads * Dv * kBf16;
       case A::out_proj:
       case A::mlpwo:
         return M * Et * kBf16;
@@ -96,7 +98,7 @@ int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
 
 MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   const ModelConfig& m = c.model;
-  const int64_t M = l.tokens, Dh = m.head_dim;
+  const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
   // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
   // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
   // its 95 GiB), so each chip holds E / tensor columns of them.
@@ -112,11 +114,11 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // Under context parallelism the attention backward also holds the gathered keys and values
   // (bf16) and their gradients (f32) for the whole sequence.
   const int64_t gathered_kv =
-      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * Dh * 2 * (kBf16 + kF32) : 0;
-  const int64_t dense_ws =
-      M * kBf16 *
-          (4 * Et + 3 * (l.q_heads + 2 * l.kv_heads) * Dh + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
-      (m.attention_layers() > 0 ? gathered_kv : 0);
+      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * (Dqk + Dv) * (kBf16 + kF32) : 0;
+  const int64_t dense_ws = M * kBf16 *
+                               (4 * Et + 3 * ((l.q_heads + l.kv_heads) * Dqk + l.kv_heads * Dv) +
+                                3 * (m.swiglu ? 2 : 1) * l.mlp) +
+                           (m.attention_layers() > 0 ? gathered_kv : 0);
   const int64_t gdn_ws =
       m.gdn_layers() > 0
           ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)

@@ -87,7 +87,8 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
   }
   if (kind == PartKind::attention_layer && c.mesh.context > 1) {
     const MeshAxis cp = context_axis(c);
-    const int64_t kv = l.batch * c.seq * l.kv_heads * c.model.head_dim * kBf16 * 2;  // k and v
+    const int64_t kv =  // k and v
+        l.batch * c.seq * l.kv_heads * (c.model.qk_head_dim() + c.model.v_head_dim()) * kBf16;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, kv, cp});
     const double rs = collective_seconds(c.chip, {CollectiveKind::reduce_scatter, kv, cp});
     exposed += 2 * ag + rs;

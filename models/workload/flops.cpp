@@ -11,10 +11,21 @@ double maxtext_flops_per_device(const ModelConfig& m, int64_t b, int64_t s, Atte
   const double ffn =
       m.is_moe() ? 2 * B * S * E * m.moe.experts + mlp(m.moe.mlp_dim) * (m.moe.top_k + m.moe.shared)
                  : mlp(m.mlp_dim);
-  const double qkv = 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim;
-  const double proj = 2 * B * S * E * m.q_heads * m.head_dim;
-  const double causal =
-      4 * B * S * S * m.q_heads * m.head_dim / (count == AttentionCount::causal ? 2 : 1);
+  // Multi-head latent attention as calculate_mla_tflops_per_device counts it (maxtext_utils.py
+  // L656-706): the q down and up projections (or the one), the kv down and up projections.
+  const MlaDims& a = m.mla;
+  const double H = static_cast<double>(m.q_heads);
+  const double qk = static_cast<double>(m.qk_head_dim()), v = static_cast<double>(m.v_head_dim());
+  const double qkv =
+      !m.is_mla()
+          ? 2 * B * S * E * (m.q_heads + 2 * m.kv_heads) * m.head_dim
+          : (a.q_lora_rank == 0 ? 2 * B * S * E * H * qk
+                                : 2 * B * S * (E * a.q_lora_rank + a.q_lora_rank * H * qk)) +
+                2 * B * S *
+                    (E * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                     a.kv_lora_rank * H * (a.qk_nope_head_dim + a.v_head_dim));
+  const double proj = 2 * B * S * E * H * v;
+  const double causal = 2 * B * S * S * H * (qk + v) / (count == AttentionCount::causal ? 2 : 1);
   const double embedding = 2 * B * S * E * m.vocab;
   const double K = static_cast<double>(m.gdn.key_heads * m.gdn.head_dim),
                V = static_cast<double>(m.gdn.value_heads * m.gdn.head_dim);

@@ -46,8 +46,10 @@ class LayerProgram {
   // matmul of groups x rows (padded to the row tile) rows. Also its transposed form (tgmm, the
   // weights' gradient: m = groups x the output rows, k = the rows).
   void grouped_matmul(const std::string& stage, int64_t m, int64_t k, int64_t n) {
+    // The contraction and output tiles: the largest power of two from `want` down to 128 that
+    // divides the dim (a TPU block's lane dims are multiples of 128), else the whole dim.
     auto tile = [](int64_t dim, int64_t want) {
-      while (want > 8 && dim % want != 0) want /= 2;
+      while (want > 128 && dim % want != 0) want /= 2;
       return dim % want == 0 ? want : dim;
     };
     const int64_t bm = std::min<int64_t>(512, (m + 7) / 8 * 8);
@@ -227,22 +229,51 @@ void mlp_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
 }
 
-kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l) {
-  const int64_t block = std::min(c.attention_block, l.seq);
-  // Context parallelism (MaxText's all-gathered keys and values, load-balanced causal order):
-  // the local queries meet on average half of the sequence's keys, taken as a full block grid
-  // over seq / 2 keys without the mask.
-  const bool cp = c.mesh.context > 1;
-  return {.batch = l.batch,
-          .seq = l.seq,
-          .q_heads = l.q_heads,
-          .kv_heads = l.kv_heads,
-          .head_dim = c.model.head_dim,
-          .block = block,
-          .block_compute = std::min<int64_t>(512, block),
-          .causal = !cp,
-          .dtype = DType::bf16,
-          .kv_seq = cp ? c.seq / 2 : 0};
+// Multi-head latent attention's projections (attention_mla.py mla_query_projection L811-,
+// mla_kv_projection L1003-): q through its latent (a dot down, its RMSNorm, a dot up to the
+// heads) or directly; keys and values from one dot down to the kv latent and the RoPE key, the
+// latent's RMSNorm and one dot up to every head's key and value; RoPE on q's and the key's rope
+// parts. The latents are not split over the tensor axis (their weights' axes q_lora, kv_lora
+// are not), so every chip of a tensor group computes them. Saved q, k and v skip their parts.
+void mla_projections(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
+                     const std::string& stage, const RematPolicy& keep) {
+  const MlaDims& a = c.model.mla;
+  const int64_t M = l.tokens, E = c.model.d_model, H = l.q_heads, Dqk = c.model.qk_head_dim();
+  if (!keep.saved(A::query_proj)) {
+    if (a.q_lora_rank > 0) {
+      lp.dot(stage, M, E, a.q_lora_rank);
+      lp.fusion(stage, Fusion::rmsnorm, M, a.q_lora_rank);
+      lp.dot(stage, M, a.q_lora_rank, H * Dqk);
+    } else {
+      lp.dot(stage, M, E, H * Dqk);
+    }
+    lp.fusion(stage, Fusion::rope, M, H * a.qk_rope_head_dim);
+  }
+  if (!keep.saved(A::key_proj) || !keep.saved(A::value_proj)) {
+    lp.dot(stage, M, E, a.kv_lora_rank + a.qk_rope_head_dim);
+    lp.fusion(stage, Fusion::rmsnorm, M, a.kv_lora_rank);
+    lp.dot(stage, M, a.kv_lora_rank, H * (a.qk_nope_head_dim + a.v_head_dim));
+    lp.fusion(stage, Fusion::rope, M, a.qk_rope_head_dim);
+  }
+}
+
+// Their backward: each dot's two products, the norms' and RoPEs' backward.
+void mla_projections_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
+  const MlaDims& a = c.model.mla;
+  const int64_t M = l.tokens, E = c.model.d_model, H = l.q_heads, Dqk = c.model.qk_head_dim();
+  const std::string stage = "bwd: attention proj";
+  lp.fusion(stage, Fusion::rope, M, H * a.qk_rope_head_dim);
+  lp.fusion(stage, Fusion::rope, M, a.qk_rope_head_dim);
+  if (a.q_lora_rank > 0) {
+    lp.dot_bwd(stage, M, a.q_lora_rank, H * Dqk);
+    lp.fusion(stage, Fusion::rmsnorm_bwd, M, a.q_lora_rank);
+    lp.dot_bwd(stage, M, E, a.q_lora_rank);
+  } else {
+    lp.dot_bwd(stage, M, E, H * Dqk);
+  }
+  lp.dot_bwd(stage, M, a.kv_lora_rank, H * (a.qk_nope_head_dim + a.v_head_dim));
+  lp.fusion(stage, Fusion::rmsnorm_bwd, M, a.kv_lora_rank);
+  lp.dot_bwd(stage, M, E, a.kv_lora_rank + a.qk_rope_head_dim);
 }
 
 // The named q, k and v are taken after projection, norm and RoPE (xla_lowering.md 3), so a saved
@@ -251,17 +282,22 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
                        const std::string& phase, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
-  const int64_t qkv_columns = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) +
-                              (keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh) +
-                              (keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh);
-  if (qkv_columns > 0) lp.dot(phase + ": attention proj", M, E, qkv_columns);
-  if (!keep.saved(A::query_proj))
-    lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
-  if (!keep.saved(A::key_proj))
-    lp.fusion(phase + ": attention proj", Fusion::rope, M, l.kv_heads * Dh);
+  if (c.model.is_mla()) {
+    mla_projections(lp, c, l, phase + ": attention proj", keep);
+  } else {
+    const int64_t qkv_columns = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) +
+                                (keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh) +
+                                (keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh);
+    if (qkv_columns > 0) lp.dot(phase + ": attention proj", M, E, qkv_columns);
+    if (!keep.saved(A::query_proj))
+      lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
+    if (!keep.saved(A::key_proj))
+      lp.fusion(phase + ": attention proj", Fusion::rope, M, l.kv_heads * Dh);
+  }
   if (!keep.saved(A::context))
     lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
-  if (!keep.saved(A::out_proj)) lp.dot(phase + ": attention proj", M, l.q_heads * Dh, E);
+  if (!keep.saved(A::out_proj))
+    lp.dot(phase + ": attention proj", M, l.q_heads * c.model.v_head_dim(), E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
   mlp_forward(lp, c, l, phase, keep);
 }
@@ -287,6 +323,25 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
 
 }  // namespace
 
+kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l) {
+  const int64_t block = std::min(c.attention_block, l.seq);
+  // Context parallelism (MaxText's all-gathered keys and values, load-balanced causal order):
+  // the local queries meet on average half of the sequence's keys, taken as a full block grid
+  // over seq / 2 keys without the mask.
+  const bool cp = c.mesh.context > 1;
+  return {.batch = l.batch,
+          .seq = l.seq,
+          .q_heads = l.q_heads,
+          .kv_heads = l.kv_heads,
+          .head_dim = c.model.qk_head_dim(),
+          .block = block,
+          .block_compute = std::min<int64_t>(512, block),
+          .causal = !cp,
+          .dtype = DType::bf16,
+          .kv_seq = cp ? c.seq / 2 : 0,
+          .head_dim_v = c.model.v_head_dim()};
+}
+
 kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l) {
   return {l.batch,     l.seq,      l.gdn_value_heads, c.model.gdn.head_dim, c.model.gdn.head_dim,
           c.gdn_chunk, DType::bf16};
@@ -294,17 +349,21 @@ kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l) {
 
 Program attention_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
-  const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
+  const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim, Dv = c.model.v_head_dim();
   attention_forward(lp, c, l, "fwd", compute_all());
   attention_forward(lp, c, l, "remat", c.layer_remat());
   mlp_backward(lp, c, l);
-  lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dh, E);
-  lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dh);  // di = rowsum(o do)
+  lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dv, E);
+  lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dv);  // di = rowsum(o do)
   lp.kernel("bwd: attention", kernels::attention_backward_dkv(attention_shape(c, l)));
   lp.kernel("bwd: attention", kernels::attention_backward_dq(attention_shape(c, l)));
-  lp.fusion("bwd: attention proj", Fusion::rope, M, l.q_heads * Dh);
-  lp.fusion("bwd: attention proj", Fusion::rope, M, l.kv_heads * Dh);
-  lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
+  if (c.model.is_mla()) {
+    mla_projections_backward(lp, c, l);
+  } else {
+    lp.fusion("bwd: attention proj", Fusion::rope, M, l.q_heads * Dh);
+    lp.fusion("bwd: attention proj", Fusion::rope, M, l.kv_heads * Dh);
+    lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
+  }
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
   return lp.p;
 }

@@ -5,12 +5,15 @@
 // items carry stage labels ("fwd: mlp", "bwd: attention", ...) for the breakdown.
 #pragma once
 #include "kernels/gdn/shape.h"
+#include "kernels/transformer.h"
 #include "models/workload/step_config.h"
 #include "sim/ir/program.h"
 
 namespace tpusim {
 
 kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l);
+// The attention kernels' shape: local heads, the block size, queries' and values' head dims.
+kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l);
 
 Program attention_layer(const StepConfig& c, const LocalSizes& l);
 Program gdn_layer(const StepConfig& c, const LocalSizes& l);

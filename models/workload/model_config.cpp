@@ -23,9 +23,21 @@ int64_t ModelConfig::mlp_params() const {
   return (swiglu ? 3 : 2) * d_model * mlp_dim;
 }
 
+int64_t ModelConfig::attention_params() const {
+  if (!is_mla())
+    return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model;
+  // attention_mla.py L663-745: wq (or wq_a, its norm and wq_b), wkv_a, its norm, wkv_b, out.
+  const MlaDims& a = mla;
+  const int64_t q = a.q_lora_rank == 0 ? d_model * q_heads * qk_head_dim()
+                                       : d_model * a.q_lora_rank + a.q_lora_rank +
+                                             a.q_lora_rank * q_heads * qk_head_dim();
+  const int64_t kv = d_model * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+                     a.kv_lora_rank * q_heads * (a.qk_nope_head_dim + a.v_head_dim);
+  return q + kv + q_heads * a.v_head_dim * d_model;
+}
+
 int64_t ModelConfig::attention_layer_params() const {
-  return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model +
-         mlp_params() + 2 * d_model;
+  return attention_params() + mlp_params() + 2 * d_model;
 }
 
 int64_t ModelConfig::gdn_layer_params() const {
@@ -55,19 +67,65 @@ std::vector<std::string> known_models() {
   return names;
 }
 
+namespace {
+
+// Bounds beyond any published model (widths of tens of thousands, a few hundred layers,
+// vocabularies of a few hundred thousand) that keep the step model's products within 64 bits.
+constexpr int64_t kMaxWidth = int64_t{1} << 20, kMaxCount = int64_t{1} << 14;
+
+void load_moe(const YamlMap& top, ModelConfig& m) {
+  const YamlMap e =
+      top.map("moe", {"experts", "top_k", "mlp_dim", "shared", "dense_layers"}, "MoE key");
+  for (const char* k : {"experts", "top_k"}) e.need(k);
+  m.moe.experts = e.positive("experts", 0, kMaxCount);
+  m.moe.top_k = e.positive("top_k", 0, m.moe.experts);
+  m.moe.mlp_dim = e.positive("mlp_dim", m.mlp_dim, kMaxWidth);
+  m.moe.shared = e.has("shared") ? e.positive("shared", 0, kMaxCount) : 0;
+  if (e.has("dense_layers")) {
+    m.moe.dense_layers = e.positive("dense_layers", 0, m.layers);
+    if (m.moe.dense_layers >= m.layers)
+      e.fail("dense_layers", fmt::format("{} of the {} layers: none would have experts",
+                                         m.moe.dense_layers, m.layers));
+  }
+  if (!m.swiglu) top.fail("mlp", "MoE experts are SwiGLU (MaxText's silu, linear)");
+}
+
+void load_mla(const YamlMap& top, ModelConfig& m) {
+  const YamlMap a = top.map(
+      "mla", {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+      "MLA key");
+  for (const char* k : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+    a.need(k);
+  // 0 (MaxText's deepseek2-16b): q straight from the embedding, no latent.
+  if (a.has("q_lora_rank")) {
+    m.mla.q_lora_rank = a.as<int64_t>("q_lora_rank", "an integer");
+    if (m.mla.q_lora_rank < 0 || m.mla.q_lora_rank > kMaxWidth)
+      a.fail("q_lora_rank",
+             fmt::format("expected 0 (no latent) to {}, got {}", kMaxWidth, m.mla.q_lora_rank));
+  }
+  m.mla.kv_lora_rank = a.positive("kv_lora_rank", 0, kMaxWidth);
+  m.mla.qk_nope_head_dim = a.positive("qk_nope_head_dim", 0, kMaxWidth);
+  m.mla.qk_rope_head_dim = a.positive("qk_rope_head_dim", 0, kMaxWidth);
+  m.mla.v_head_dim = a.positive("v_head_dim", 0, kMaxWidth);
+  // Every head has its own keys and values, decompressed from the shared latent.
+  if (m.kv_heads != m.q_heads)
+    top.fail("kv_heads", fmt::format("multi-head latent attention has a key per query head "
+                                     "({} kv heads, {} query heads)",
+                                     m.kv_heads, m.q_heads));
+}
+
+}  // namespace
+
 ModelConfig load_model(const std::string& name_or_path) {
   const std::string f = models_file(name_or_path, "workloads", "model", known_models());
   const YamlMap top(f, yaml_load_file(f), "",
                     {"name", "source", "d_model", "layers", "q_heads", "kv_heads", "head_dim",
-                     "mlp_dim", "mlp", "vocab", "full_attention_interval", "gdn", "moe"},
+                     "mlp_dim", "mlp", "vocab", "full_attention_interval", "gdn", "moe", "mla"},
                     "model key");
   ModelConfig m;
   m.file = f;
   m.name = top.string("name");
   m.source = top.string("source");
-  // Bounds beyond any published model (widths of tens of thousands, a few hundred layers,
-  // vocabularies of a few hundred thousand) that keep the step model's products within 64 bits.
-  constexpr int64_t kMaxWidth = int64_t{1} << 20, kMaxCount = int64_t{1} << 14;
   for (const char* k : {"d_model", "layers", "q_heads", "kv_heads", "head_dim", "mlp_dim", "vocab"})
     top.need(k);
   m.d_model = top.positive("d_model", 0, kMaxWidth);
@@ -81,22 +139,8 @@ ModelConfig load_model(const std::string& name_or_path) {
   if (m.q_heads % m.kv_heads != 0)
     top.fail("kv_heads", fmt::format("{} query heads are not a multiple of {} kv heads", m.q_heads,
                                      m.kv_heads));
-  if (top.has("moe")) {
-    const YamlMap e =
-        top.map("moe", {"experts", "top_k", "mlp_dim", "shared", "dense_layers"}, "MoE key");
-    for (const char* k : {"experts", "top_k"}) e.need(k);
-    m.moe.experts = e.positive("experts", 0, kMaxCount);
-    m.moe.top_k = e.positive("top_k", 0, m.moe.experts);
-    m.moe.mlp_dim = e.positive("mlp_dim", m.mlp_dim, kMaxWidth);
-    m.moe.shared = e.has("shared") ? e.positive("shared", 0, kMaxCount) : 0;
-    if (e.has("dense_layers")) {
-      m.moe.dense_layers = e.positive("dense_layers", 0, m.layers);
-      if (m.moe.dense_layers >= m.layers)
-        e.fail("dense_layers", fmt::format("{} of the {} layers: none would have experts",
-                                           m.moe.dense_layers, m.layers));
-    }
-    if (!m.swiglu) top.fail("mlp", "MoE experts are SwiGLU (MaxText's silu, linear)");
-  }
+  if (top.has("moe")) load_moe(top, m);
+  if (top.has("mla")) load_mla(top, m);
   if (top.has("full_attention_interval")) {
     m.full_attention_interval = top.positive("full_attention_interval");
     if (m.moe.dense_layers > 0)

@@ -22,6 +22,15 @@ struct MoeDims {
   int64_t experts = 0, top_k = 0, mlp_dim = 0, shared = 0, dense_layers = 0;
 };
 
+// DeepSeek's multi-head latent attention (MaxText attention_type mla, layers/attention_mla.py):
+// q from a low-rank latent of q_lora_rank (0: directly from the embedding), keys and values from
+// a shared latent of kv_lora_rank plus one RoPE key of qk_rope_head_dim; per head, queries and keys
+// of qk_nope_head_dim + qk_rope_head_dim, values of v_head_dim. kv_lora_rank 0: not MLA.
+struct MlaDims {
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0,
+          v_head_dim = 0;
+};
+
 struct ModelConfig {
   std::string name, source, file;
   int64_t d_model = 0, layers = 0, q_heads = 0, kv_heads = 0, head_dim = 0, mlp_dim = 0, vocab = 0;
@@ -29,8 +38,16 @@ struct ModelConfig {
   int64_t full_attention_interval = 0;  // 0: every layer is full attention
   GdnDims gdn;
   MoeDims moe;
+  MlaDims mla;
 
   bool is_moe() const { return moe.experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  // Per head: the queries' and keys' width, the values' (head_dim both unless MLA).
+  int64_t qk_head_dim() const {
+    return is_mla() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim;
+  }
+  int64_t v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
+  int64_t attention_params() const;  // the q, k, v and output projections (and MLA's norms)
   int64_t attention_layers() const;
   int64_t gdn_layers() const { return layers - attention_layers(); }
   // Trips of MaxText's scanned layer loop: one per layer, or per cycle of a hybrid decoder (each

@@ -72,7 +72,8 @@ PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj"
               "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
 NOT_COMPILED = {"quantization": "int8 (AQT) quantization",
-                "first_num_dense_layers": "dense layers among a mixture of experts' layers"}
+                "first_num_dense_layers": "dense layers among a mixture of experts' layers",
+                "attention_type": "attention but MaxText's global (multi-head latent attention)"}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
 _MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]

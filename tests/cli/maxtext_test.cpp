@@ -117,6 +117,18 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
   EXPECT_EQ(l4.status, 0) << l4.err;
   EXPECT_NE(slurp(path("l4.model.yaml")).find("dense_layers: 8"), std::string::npos)
       << slurp(path("l4.model.yaml"));
+  // Multi-head latent attention: its dims, base.yml's for those the config leaves out.
+  std::ofstream(path("mla.yml")) << kModel << "attention_type: mla\nkv_lora_rank: 256\n";
+  const CmdResult mla =
+      run("import maxtext " + path("mla.yml") + " compile_topology=v5e-16 -o " + path("mla.yaml"));
+  EXPECT_EQ(mla.status, 0) << mla.err;
+  EXPECT_NE(mla.out.find("default: v_head_dim=128 (MaxText's base.yml)"), std::string::npos)
+      << mla.out;
+  EXPECT_NE(slurp(path("mla.model.yaml"))
+                .find("mla: {q_lora_rank: 0, kv_lora_rank: 256, qk_nope_head_dim: 128, "
+                      "qk_rope_head_dim: 64, v_head_dim: 128}"),
+            std::string::npos)
+      << slurp(path("mla.model.yaml"));
   std::ofstream(path("l0.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 0\n";
   expect_clean_failure(run("import maxtext " + path("l0.yml") +
                            " decoder_block=llama4 compile_topology=v5e-16 -o " + path("l0.yaml")),

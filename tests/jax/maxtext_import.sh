@@ -2,7 +2,7 @@
 # `tpusim import maxtext` on MaxText's own model configs, read from the pinned MaxText wheel
 # (.venv/wheels, scripts/setup.sh): Llama2-70B and GPT-3 175B as C5's runs were launched become
 # scenarios that load and run, and so do Mixtral-8x7B as B5 #16 was launched (tokens dropped) and
-# Llama4 Scout and Maverick (Maverick's dense layers between its MoE layers).
+# Llama4 Scout and Maverick (Maverick's dense layers between its MoE layers) and DeepSeek2-16B.
 # Usage: maxtext_import.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -10,7 +10,8 @@ $py - "$dir" <<'PY'
 import sys, zipfile
 from tpusim_jax.maxtext_source import wheel_path
 with zipfile.ZipFile(wheel_path()) as z:
-    for name in ("llama2-70b", "gpt3-175b", "mixtral-8x7b", "llama4-17b-16e", "llama4-17b-128e"):
+    for name in ("llama2-70b", "gpt3-175b", "mixtral-8x7b", "llama4-17b-16e", "llama4-17b-128e",
+                 "deepseek2-16b"):
         with open(f"{sys.argv[1]}/{name}.yml", "wb") as f:
             f.write(z.read(f"maxtext/configs/models/{name}.yml"))
 PY
@@ -61,4 +62,12 @@ for kv in "experts: 16" "top_k: 1" "shared: 1"; do grep "^moe: {" "$dir/scout.mo
 grep "^moe: {" "$dir/maverick.model.yaml" | grep -q "dense_layers: 24"
 grep -q "^mlp_dim: 16384$" "$dir/maverick.model.yaml"
 "$tpusim" run "$dir/maverick.yaml" | grep -q "attention layer (dense MLP)  *24 x"
+# DeepSeek2-16B as B5 #38 was launched: multi-head latent attention (q straight from the
+# embedding) and its first layer dense; the import equals tpusim's own model of it.
+"$tpusim" import maxtext "$dir/deepseek2-16b.yml" compile_topology=v5p-8 per_device_batch_size=24 \
+  max_target_length=2048 -o "$dir/ds2.yaml" >"$dir/log" 2>"$dir/err"
+grep -q "^mla: {q_lora_rank: 0, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}$" "$dir/ds2.model.yaml"
+grep "^moe: {" "$dir/ds2.model.yaml" | grep -q "dense_layers: 1"
+[ "$("$tpusim" run "$dir/ds2.yaml" | sed -n 2p)" = \
+  "$("$tpusim" run "$src/scenarios/blind/b5_38_v5p-8_deepseek2-16b.yaml" | sed -n 2p)" ]
 echo "maxtext_import: ok"
