@@ -135,13 +135,19 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
   // carrying this device's array, its recv (same rendezvous) the reduced one.
   if (in.opcode == "send" && in.attr("is_host_transfer") == "true") {
     const std::string type = frontend_attribute(in, "_xla_megascale_transfer_type");
-    const int64_t slices = megascale_slices(m, in), sent = in.shape.tuple.at(0).bytes();
+    if (!in.shape.is_tuple() || in.shape.tuple.empty() || hlo_host_transfer_rendezvous(in).empty())
+      throw Error(
+          fmt::format("{}:{}: '{}': a host-transfer send needs its array in a tuple and a "
+                      "_xla_host_transfer_rendezvous",
+                      m.file, in.line, in.name));
+    const int64_t slices = megascale_slices(m, in), sent = in.shape.tuple[0].bytes();
     const MeshAxis dcn{fmt::format("dcn over {} slices", slices), slices, false, 1, true};
     if (type == "ALL_REDUCE") return Collective{CollectiveKind::all_reduce, sent, dcn};
     if (type == "ALL_GATHER") return Collective{CollectiveKind::all_gather, sent * slices, dcn};
-    throw Error(fmt::format("{}:{}: '{}': megascale transfer '{}' has no model (ALL_REDUCE and "
-                            "ALL_GATHER have)",
-                            m.file, in.line, in.name, type));
+    throw Error(
+        fmt::format("{}:{}: '{}': megascale transfer '{}' has no model (ALL_REDUCE and "
+                    "ALL_GATHER have)",
+                    m.file, in.line, in.name, type));
   }
   const auto kind = collective_kind(in.opcode);
   if (!kind) return std::nullopt;

@@ -238,6 +238,14 @@ ENTRY %main (x: bf16[128,128]) -> token[] {
   EXPECT_EQ(testing::error_of([&] { import_hlo_module(parse_hlo(text, "step.hlo"), {}); }),
             "step.hlo:6: 'send.1': megascale transfer 'ALL_TO_ALL' has no model (ALL_REDUCE and "
             "ALL_GATHER have)");
+  // Without its rendezvous a send pairs with no recv.
+  std::string lone = text;
+  const std::string rendezvous = "_xla_host_transfer_rendezvous=\"r_0\",";
+  lone.erase(lone.find(rendezvous), rendezvous.size());
+  lone.replace(lone.find("ALL_TO_ALL"), 10, "ALL_REDUCE");
+  EXPECT_EQ(testing::error_of([&] { import_hlo_module(parse_hlo(lone, "step.hlo"), {}); }),
+            "step.hlo:6: 'send.1': a host-transfer send needs its array in a tuple and a "
+            "_xla_host_transfer_rendezvous");
 }
 
 // A splash attention call the bridge did not export runs as tpusim's splash schedule, sized from
