@@ -51,6 +51,13 @@ int64_t integer(const std::string& key, const std::string& v) {
   return static_cast<int64_t>(*x);
 }
 
+// A MaxText boolean (True or true, False or false) as a scenario's "true" or "false".
+std::string boolean(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "True") return "true";
+  if (v == "false" || v == "False") return "false";
+  throw Error(fmt::format("{}={}: expected true or false", key, v));
+}
+
 // A count MaxText may write as a float (per_device_batch_size=2.0): whole numbers only.
 int64_t whole(const std::string& key, const std::string& v) {
   const std::optional<double> x = number(v);
@@ -276,20 +283,15 @@ void emit_workload(YAML::Emitter& out, const std::function<std::string(const std
   } else if (!p.empty()) {
     out << YAML::Key << "remat" << YAML::Value << p;
   }
-  // fused_qkv / fused_mlp (MaxText's booleans, True or true).
   for (const char* key : {"fused_qkv", "fused_mlp"})
-    if (const std::string f = take(key); !f.empty()) {
-      if (f != "true" && f != "True" && f != "false" && f != "False")
-        throw Error(fmt::format("{}={}: expected true or false", key, f));
-      out << YAML::Key << key << YAML::Value << (f == "true" || f == "True" ? "true" : "false");
-    }
+    if (const std::string f = take(key); !f.empty())
+      out << YAML::Key << key << YAML::Value << boolean(key, f);
   // MoE: MaxText's sparse_matmul (megablox) and capacity_factor (token dropping).
   const std::string sparse = take("sparse_matmul"), capacity = take("capacity_factor");
   if (!sparse.empty() || !capacity.empty()) {
     out << YAML::Key << "moe" << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (!sparse.empty())
-      out << YAML::Key << "sparse_matmul" << YAML::Value
-          << (sparse == "True" || sparse == "true" ? "true" : "false");
+      out << YAML::Key << "sparse_matmul" << YAML::Value << boolean("sparse_matmul", sparse);
     if (!capacity.empty()) out << YAML::Key << "capacity_factor" << YAML::Value << capacity;
     out << YAML::EndMap;
   }

@@ -95,6 +95,9 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
   expect_clean_failure(run("import maxtext " + path("small.yml") +
                            " compile_topology=v5e-16 fused_qkv=yes -o " + path("a.yaml")),
                        "fused_qkv=yes: expected true or false");
+  expect_clean_failure(run("import maxtext " + path("small.yml") +
+                           " compile_topology=v5e-16 sparse_matmul=maybe -o " + path("a.yaml")),
+                       "sparse_matmul=maybe: expected true or false");
   // A mixture of experts imports (MaxText's num_experts_per_tok defaults to 1); one of 8 experts
   // over an expert axis of 3 does not divide them.
   std::ofstream(path("moe.yml")) << kModel << "num_experts: 8\n";
