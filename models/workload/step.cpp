@@ -145,6 +145,8 @@ StepPrediction predict_step(const StepConfig& c) {
   // Every part is built and checked before any is simulated, so a configuration whose kernels
   // cannot exist fails at once.
   const Program attention = m.attention_layers() > 0 ? attention_part(c, l) : Program{};
+  const StepConfig dense = with_dense_mlp(c);
+  const Program dense_mlp = m.moe.dense_layers > 0 ? attention_part(dense, l) : Program{};
   const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
   const Program logits = logits_part(c, l), update = optimizer_part(c);
   auto layer = [&](const StepConfig& of, const std::string& name, int64_t count, const Program& p,
@@ -159,11 +161,9 @@ StepPrediction predict_step(const StepConfig& c) {
   if (m.attention_layers() > m.moe.dense_layers)
     layer(c, "attention layer", m.attention_layers() - m.moe.dense_layers, attention,
           m.attention_layer_params(), PartKind::attention_layer);
-  if (m.moe.dense_layers > 0) {
-    const StepConfig dense = with_dense_mlp(c);
-    layer(dense, kDenseMlpLayer, m.moe.dense_layers, attention_part(dense, l),
+  if (m.moe.dense_layers > 0)
+    layer(dense, kDenseMlpLayer, m.moe.dense_layers, dense_mlp,
           dense.model.attention_layer_params(), PartKind::attention_layer);
-  }
   if (m.gdn_layers() > 0)
     layer(c, "gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), PartKind::gdn_layer);
   StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);

@@ -56,6 +56,16 @@ vocab_size: 32000
 decoder_block: "llama2"
 )";
 
+// The CLI fixture with `tpusim import maxtext CONFIG ARGS -o OUT` for configs and outputs in the
+// test's directory.
+class MaxTextImport : public Cli {
+ protected:
+  CmdResult import_maxtext(const std::string& config, const std::string& args,
+                           const std::string& out) {
+    return run("import maxtext " + path(config) + " " + args + " -o " + path(out));
+  }
+};
+
 TEST_F(Cli, AMaxTextRunBecomesAScenarioAndItsModel) {
   std::ofstream(path("small.yml")) << kModel;
   const CmdResult r = run("import maxtext " + path("small.yml") +
@@ -84,7 +94,30 @@ TEST_F(Cli, AMaxTextRunBecomesAScenarioAndItsModel) {
       << step.out;
 }
 
-TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
+// DeepSeek's and Llama4's MaxText keys: layers that keep the dense MLP, multi-head latent
+// attention.
+TEST_F(MaxTextImport, AMixtureOfExpertsKeepsItsDenseLayersAndLatentAttention) {
+  // Llama4's experts in every 2nd layer: 8 of the 16 keep the dense MLP (get_dense_moe_layers).
+  std::ofstream(path("l4.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 2\n";
+  const CmdResult l4 =
+      import_maxtext("l4.yml", "decoder_block=llama4 compile_topology=v5e-16", "l4.yaml");
+  EXPECT_EQ(l4.status, 0) << l4.err;
+  EXPECT_NE(slurp(path("l4.model.yaml")).find("dense_layers: 8"), std::string::npos)
+      << slurp(path("l4.model.yaml"));
+  // Multi-head latent attention: its dims, base.yml's for those the config leaves out.
+  std::ofstream(path("mla.yml")) << kModel << "attention_type: mla\nkv_lora_rank: 256\n";
+  const CmdResult mla = import_maxtext("mla.yml", "compile_topology=v5e-16", "mla.yaml");
+  EXPECT_EQ(mla.status, 0) << mla.err;
+  EXPECT_NE(mla.out.find("default: v_head_dim=128 (MaxText's base.yml)"), std::string::npos)
+      << mla.out;
+  EXPECT_NE(slurp(path("mla.model.yaml"))
+                .find("mla: {q_lora_rank: 0, kv_lora_rank: 256, qk_nope_head_dim: 128, "
+                      "qk_rope_head_dim: 64, v_head_dim: 128}"),
+            std::string::npos)
+      << slurp(path("mla.model.yaml"));
+}
+
+TEST_F(MaxTextImport, ARunTpusimCannotTakeIsOneErrorLine) {
   std::ofstream(path("small.yml")) << kModel;
   expect_clean_failure(run("import maxtext " + path("small.yml") + " -o " + path("a.yaml")),
                        "compile_topology=CHIP-N is needed");
@@ -92,12 +125,12 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
       run("import maxtext " + path("small.yml") +
           " compile_topology=v5e-16 per_device_batch_size=big -o " + path("a.yaml")),
       "per_device_batch_size=big: expected a whole number of at least 1");
-  expect_clean_failure(run("import maxtext " + path("small.yml") +
-                           " compile_topology=v5e-16 fused_qkv=yes -o " + path("a.yaml")),
-                       "fused_qkv=yes: expected true or false");
-  expect_clean_failure(run("import maxtext " + path("small.yml") +
-                           " compile_topology=v5e-16 sparse_matmul=maybe -o " + path("a.yaml")),
-                       "sparse_matmul=maybe: expected true or false");
+  expect_clean_failure(
+      import_maxtext("small.yml", "compile_topology=v5e-16 fused_qkv=yes", "a.yaml"),
+      "fused_qkv=yes: expected true or false");
+  expect_clean_failure(
+      import_maxtext("small.yml", "compile_topology=v5e-16 sparse_matmul=maybe", "a.yaml"),
+      "sparse_matmul=maybe: expected true or false");
   // A mixture of experts imports (MaxText's num_experts_per_tok defaults to 1); one of 8 experts
   // over an expert axis of 3 does not divide them.
   std::ofstream(path("moe.yml")) << kModel << "num_experts: 8\n";
@@ -113,29 +146,10 @@ TEST_F(Cli, AMaxTextRunTpusimCannotTakeIsOneErrorLine) {
           " compile_topology=v5e-16 ici_expert_parallelism=3 ici_fsdp_parallelism=-1 -o " +
           path("a.yaml")),
       "key 'mesh");
-  // Llama4's experts in every 2nd layer: 8 of the 16 keep the dense MLP (get_dense_moe_layers).
-  std::ofstream(path("l4.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 2\n";
-  const CmdResult l4 = run("import maxtext " + path("l4.yml") +
-                           " decoder_block=llama4 compile_topology=v5e-16 -o " + path("l4.yaml"));
-  EXPECT_EQ(l4.status, 0) << l4.err;
-  EXPECT_NE(slurp(path("l4.model.yaml")).find("dense_layers: 8"), std::string::npos)
-      << slurp(path("l4.model.yaml"));
-  // Multi-head latent attention: its dims, base.yml's for those the config leaves out.
-  std::ofstream(path("mla.yml")) << kModel << "attention_type: mla\nkv_lora_rank: 256\n";
-  const CmdResult mla =
-      run("import maxtext " + path("mla.yml") + " compile_topology=v5e-16 -o " + path("mla.yaml"));
-  EXPECT_EQ(mla.status, 0) << mla.err;
-  EXPECT_NE(mla.out.find("default: v_head_dim=128 (MaxText's base.yml)"), std::string::npos)
-      << mla.out;
-  EXPECT_NE(slurp(path("mla.model.yaml"))
-                .find("mla: {q_lora_rank: 0, kv_lora_rank: 256, qk_nope_head_dim: 128, "
-                      "qk_rope_head_dim: 64, v_head_dim: 128}"),
-            std::string::npos)
-      << slurp(path("mla.model.yaml"));
   std::ofstream(path("l0.yml")) << kModel << "num_experts: 8\ninterleave_moe_layer_step: 0\n";
-  expect_clean_failure(run("import maxtext " + path("l0.yml") +
-                           " decoder_block=llama4 compile_topology=v5e-16 -o " + path("l0.yaml")),
-                       "interleave_moe_layer_step=0: expected a whole number of at least 1");
+  expect_clean_failure(
+      import_maxtext("l0.yml", "decoder_block=llama4 compile_topology=v5e-16", "l0.yaml"),
+      "interleave_moe_layer_step=0: expected a whole number of at least 1");
   // A remat policy MaxText has and tpusim does not know: the written scenario fails to load and
   // is removed with its model.
   expect_clean_failure(run("import maxtext " + path("small.yml") +
