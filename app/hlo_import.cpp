@@ -53,11 +53,12 @@ const std::set<std::string> kFree = {
     "replica-id",      "opt-barrier",     "add-dependency",
     "all-reduce-done", "all-gather-done", "collective-permute-done",
     "send-done",       "recv-done",       "domain"};
-// Custom calls that only name or reinterpret buffers, read the slice's index (SliceId), or zero
-// the padding of an array in place (ZeroCrop, aliased to its operand: a tile's tail).
+// Custom calls that only name or reinterpret buffers, read the slice's index (SliceId), zero
+// the padding of an array in place (ZeroCrop, aliased to its operand: a tile's tail), or join and
+// split the 32-bit halves of a random generator's key (X64*, on u64[2] and u32[2]).
 const std::set<std::string> kFreeTargets = {
-    "AllocateBuffer",       "ConcatBitcast",        "SliceId", "Sharding",
-    "SPMDFullToShardShape", "SPMDShardToFullShape", "ZeroCrop"};
+    "AllocateBuffer",       "ConcatBitcast", "SliceId",    "Sharding",     "SPMDFullToShardShape",
+    "SPMDShardToFullShape", "ZeroCrop",      "X64Combine", "X64SplitHigh", "X64SplitLow"};
 
 class Importer {
  public:

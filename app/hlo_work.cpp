@@ -183,6 +183,11 @@ void add_ops(HloWork& w, const HloComputation& comp, const HloInstruction& in,
     w.eup_elements += out;
   } else if (kArithmetic.count(in.opcode)) {
     w.vpu_elements += out;
+  } else if (in.opcode == "rng-bit-generator") {
+    // The core's random-bit generator (Pallas reaches it as pltpu.prng_random_bits, a vreg of
+    // bits per call); its rate is not published: one vector op per element is assumed.
+    for (const HloShape& s : in.shape.is_tuple() ? in.shape.tuple : std::vector{in.shape})
+      w.vpu_elements += s.elements();
   } else if (in.opcode == "reduce" || in.opcode == "reduce-window") {
     const HloInstruction* x = comp.find(in.operands.at(0));
     const int64_t n = x ? x->shape.elements() : out;

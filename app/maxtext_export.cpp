@@ -86,7 +86,10 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   if (c.fused_mlp) args.push_back("fused_mlp=true");
   args.push_back(
       fmt::format("weight_dtype={}", c.weight_dtype == DType::f32 ? "float32" : "bfloat16"));
-  if (c.int8_matmuls) args.push_back("quantization=int8");
+  if (c.int8_matmuls) {
+    args.push_back("quantization=int8");
+    args.push_back(fmt::format("quantization_local_shard_count={}", c.int8_local_shards()));
+  }
   if (c.vocab_tiles > 1) args.push_back(fmt::format("num_vocab_tiling={}", c.vocab_tiles));
   for (const auto& [maxtext, size] :
        std::vector<std::pair<std::string, int64_t>>{{"ici_fsdp_parallelism", c.mesh.fsdp},

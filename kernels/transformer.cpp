@@ -242,6 +242,8 @@ std::string name(Fusion f) {
       return "adamw";
     case Fusion::quantize:
       return "quantize int8";
+    case Fusion::quantize_stochastic:
+      return "quantize int8 (stochastic rounding)";
   }
   return "?";
 }
@@ -432,14 +434,22 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
         out("nu", v2, cols, f32);
         break;
       }
-      case Fusion::quantize: {
+      case Fusion::quantize:
+      case Fusion::quantize_stochastic: {
         const ValueId x = in("x", cols, dtype);
         const ValueId amax =
             kb.reduce_max("max |x|", ew("|x|", EwFn::max, {x, kb.scale("-x", x, -1.0)}), {1});
         const ValueId scale = ew("127 / max |x|", EwFn::div,
                                  {kb.fill("127", kb.temp("c", {1, 1}, f32), 127.0), amax});
-        out("x int8", kb.cast("round to int8", ew("x scale", EwFn::mul, {x, scale}), DType::s8),
-            cols, DType::s8);
+        ValueId scaled = ew("x scale", EwFn::mul, {x, scale});
+        if (f == Fusion::quantize_stochastic) {
+          // One vector op per element for the generator's bits (its rate is not published; the
+          // HLO import assumes the same for rng-bit-generator), one to add the noise.
+          const ValueId noise =
+              kb.fill("uniform noise (random bits)", kb.temp("u", {br, cols}, f32), 0.0);
+          scaled = ew("+ noise", EwFn::add, {scaled, noise});
+        }
+        out("x int8", kb.cast("round to int8", scaled, DType::s8), cols, DType::s8);
         out("scale", scale, 1, f32);
         break;
       }

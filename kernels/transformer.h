@@ -54,6 +54,10 @@ enum class Fusion {
   cross_entropy,  // softmax cross-entropy over the vocabulary, forward and its gradient
   adamw,          // one AdamW step on f32 parameters, gradients and moments
   quantize,       // AQT int8: per-row scale = 127 / max|x|, round, cast to int8 (and the scales)
+  // The same with stochastic rounding (a gradient operand, AQT's "jax.uniform" noise): uniform
+  // noise from the core's random-bit generator added before rounding. Functionally the noise is
+  // zero (rounding to nearest); its timing is the generator's pass and the add.
+  quantize_stochastic,
 };
 std::string name(Fusion f);
 

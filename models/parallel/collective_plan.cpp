@@ -19,6 +19,25 @@ bool synchronous_gradient_reduction(const StepConfig& c) {
   return c.mesh.tensor == 1 && c.mesh.expert == 1 && c.mesh.context == 1;
 }
 
+namespace {
+
+// A weight gradient's all-reduce over the FSDP axis. Under int8 AQT finds the gradient's range
+// per local shard of the tokens it contracts, and the compiled step (B5 #15: 8 shards over 256
+// chips) reduces it in two: over the chips of each shard ([8,32]<=[256] groups of 32), then over
+// the shards after rescaling (an all-reduce over 'axis_0'=8).
+double gradient_all_reduce(const StepConfig& c, int64_t bytes, int64_t fsdp_size, bool int8) {
+  const int64_t shards = c.int8_local_shards();
+  if (!int8 || shards <= 1 || fsdp_size % shards != 0 || shards >= fsdp_size)
+    return collective_seconds(
+        c.chip, {CollectiveKind::all_reduce, bytes, c.axis("fsdp", fsdp_size, false)});
+  return collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes,
+                                     c.axis("fsdp", fsdp_size / shards, false)}) +
+         collective_seconds(c.chip,
+                            {CollectiveKind::all_reduce, bytes, c.axis("fsdp", shards, false)});
+}
+
+}  // namespace
+
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s,
                                  bool backward_gathers_prefetched) {
@@ -39,7 +58,13 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const MeshAxis fsdp = c.axis("fsdp", fsdp_size, false);
     const int64_t bytes_bf16 = params / c.mesh.tensor * kBf16,
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
-    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, fsdp});
+    // Under int8 the compiled steps gather a layer's weights already quantized, one byte each
+    // (each shard quantized with the scales reduced first: s8 all-gathers in the forward and
+    // backward loops of tests/data/compiled/small_int8 and of B5 #15's compiled step; the
+    // embedding and logits stay bf16).
+    const bool int8_weights = c.int8_matmuls && kind != PartKind::embedding;
+    const int64_t gathered = int8_weights ? params / c.mesh.tensor : bytes_bf16;
+    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, fsdp});
     // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, and
     // XLA runs a synchronous all-gather over one ring (the compiled steps' synchronous gathers
     // name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim), not over the torus's dimensions.
@@ -48,12 +73,12 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const double backward_ag =
         backward_gathers_prefetched
             ? ag
-            : collective_seconds(c.chip, {CollectiveKind::all_gather, bytes_bf16, ring});
+            : collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, ring});
     if (synchronous_gradient_reduction(c)) {
       // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
       // body (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
-      const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes_bf16, fsdp});
+      const double ar = gradient_all_reduce(c, bytes_bf16, fsdp_size, int8_weights);
       exposed += std::max(0.0, ag - forward_s) + ar +
                  (backward_gathers_prefetched ? std::max(0.0, ag - backward_s) : backward_ag);
       total += ag + backward_ag + ar;

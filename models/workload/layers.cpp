@@ -21,18 +21,22 @@ class LayerProgram {
       : c_(c), int8_(weights_int8 && c.int8_matmuls) {}
   Program p;
 
+  // Which operand of an int8 dot is a gradient, rounded stochastically (AQT's "jax.uniform"
+  // noise on the gradient side of both backward products, MaxText's config_v3).
+  enum class Gradient { none, lhs, rhs };
   // x [m, k] times y [k, n]; with int8 matmuls both operands are quantized first.
-  void dot(const std::string& stage, int64_t m, int64_t k, int64_t n) {
+  void dot(const std::string& stage, int64_t m, int64_t k, int64_t n, Gradient g = Gradient::none) {
     if (int8_) {
-      fusion(stage, Fusion::quantize, m, k);
-      fusion(stage, Fusion::quantize, k, n);
+      fusion(stage, g == Gradient::lhs ? Fusion::quantize_stochastic : Fusion::quantize, m, k);
+      fusion(stage, g == Gradient::rhs ? Fusion::quantize_stochastic : Fusion::quantize, k, n);
     }
     p.add_kernel(kernels::xla_dot(c_.chip, m, k, n, int8_ ? DType::s8 : DType::bf16), {}, stage);
   }
-  // y = x W (x [M, K], W [K, N]): the forward dot, and in the backward dX and dW.
+  // y = x W (x [M, K], W [K, N]): the forward dot, and in the backward dX = dY W^T and
+  // dW = x^T dY.
   void dot_bwd(const std::string& stage, int64_t m, int64_t k, int64_t n) {
-    dot(stage, m, n, k);
-    dot(stage, k, m, n);
+    dot(stage, m, n, k, Gradient::lhs);
+    dot(stage, k, m, n, Gradient::rhs);
   }
   void fusion(const std::string& stage, Fusion f, int64_t rows, int64_t cols) {
     p.add_kernel(kernels::xla_fusion(f, rows, cols), {}, stage);

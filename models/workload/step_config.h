@@ -2,6 +2,7 @@
 // parameter dtype, vocabulary tiling, int8 matmuls and the kernels' knobs; and the error an
 // inconsistent configuration raises.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -45,6 +46,10 @@ struct StepConfig {
   int64_t gdn_chunk = 128;
   int64_t attention_block = 512;
 
+  // AQT's local shards of the weight gradient's contraction (MaxText's
+  // quantization_local_shard_count, whose -1 means the run host's local devices, configs/types.py
+  // L4430-4435): the chips of one host of the slice.
+  int64_t int8_local_shards() const { return std::min(chip.chips_per_host, chips_per_slice); }
   LocalSizes local() const { return local_sizes(model, mesh, batch_per_chip, seq); }
   RematPolicy layer_remat() const { return remat.fused(fused_qkv, fused_mlp); }
   MeshAxis axis(const std::string& name, int64_t size, bool tensor_axis) const {

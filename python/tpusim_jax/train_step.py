@@ -22,8 +22,9 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   the loss over token chunks in a scan (utils/vocabulary_tiling.py L57-);
 - compile_topology_num_slices > 1: the slices' compile-only devices joined over DCN, the data
   axis over them (MaxText's hybrid mesh with dcn_data_parallelism).
+- quantization=int8: the projections through MaxText's AQT configuration (int8_step.py).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
-pipeline, int8, context parallelism, and for a mixture of experts the megablox
+pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the megablox
 path and shared experts (refused with the key that asks for them); MaxText's token-dropping
 einsum path compiles (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
 Delta Net layers with MaxText's own XLA path (gdn_step.py).
@@ -38,6 +39,7 @@ import re
 
 from tpusim_jax.export import ExportError
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
+from tpusim_jax.int8_step import int8_einsum
 from tpusim_jax.moe_step import moe_mlp, moe_shapes
 
 # MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
@@ -64,6 +66,8 @@ DEFAULTS = {
     # Mixture of experts (base.yml L247-251, L271, L380; moe_step.py).
     "num_experts": "1", "num_experts_per_tok": "1", "base_moe_mlp_dim": "-1",
     "shared_experts": "0", "sparse_matmul": "true", "capacity_factor": "-1.0",
+    # AQT int8 (base.yml L137, L176; int8_step.py).
+    "quantization": "", "quantization_local_shard_count": "-1",
 }
 # remat_policy=custom: each checkpoint name's placement (base.yml L453-470: the layer input on
 # device, the rest recomputed unless set).
@@ -71,8 +75,7 @@ PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj"
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
               "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
-NOT_COMPILED = {"quantization": "int8 (AQT) quantization",
-                "first_num_dense_layers": "dense layers among a mixture of experts' layers",
+NOT_COMPILED = {"first_num_dense_layers": "dense layers among a mixture of experts' layers",
                 "attention_type": "attention but MaxText's global (multi-head latent attention)"}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
@@ -145,6 +148,13 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         if config["shared_experts"] != "0":
             raise ExportError(f"shared_experts={config['shared_experts']}: the compiled step "
                               "has no shared experts")
+    if config["quantization"] not in ("", "int8"):
+        raise ExportError(f"quantization={config['quantization']}: the compiled step has int8 "
+                          "(AQT) only")
+    if config["quantization"] and (int(config["num_experts"]) > 1
+                                   or config["decoder_block"] == "qwen3_next"):
+        raise ExportError("quantization=int8: the compiled step quantizes dense attention "
+                          "layers only (no experts, no GDN layers)")
     if config["ici_context_parallelism"] not in ("1", "-1"):
         raise ExportError(f"ici_context_parallelism={config['ici_context_parallelism']}: "
                           "the compiled step has no such parallelism")
@@ -284,6 +294,16 @@ def build_step(config: dict, devices, slices: int = 1):
     def bf16(w):
         return w.astype(jnp.bfloat16)
 
+    int8 = config["quantization"] == "int8"
+    if int8:
+        int8_dot = int8_einsum(_int(config, "quantization_local_shard_count"))
+
+    def project(eqn, x, p, name, i):
+        """A layer's weight matmul: bf16, or MaxText's int8 AQT with a key of the layer's own."""
+        if not int8:
+            return jnp.einsum(eqn, x, bf16(p[name]))
+        return int8_dot(eqn, x, bf16(p[name]), jax.random.fold_in(p["aqt_key"], i))
+
     def norm(x, scale):
         x32 = x.astype(jnp.float32)
         y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, -1, keepdims=True) + 1e-5)
@@ -327,16 +347,16 @@ def build_step(config: dict, devices, slices: int = 1):
             m = experts_mlp(h, params if prefix else p)
             return jax.lax.with_sharding_constraint(x + m, activations)
         if fused_mlp:
-            x2 = checkpoint_name(jnp.einsum("bse,enf->bsnf", h, bf16(p[prefix + "wi"])), "mlpwi")
+            x2 = checkpoint_name(project("bse,enf->bsnf", h, p, prefix + "wi", 4), "mlpwi")
             a = act_fn(x2[:, :, 0]) * x2[:, :, 1] if gated else act_fn(x2[:, :, 0])
         elif gated:
-            a = checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])), "mlpwi_0")
-            b = jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_1"]))
+            a = checkpoint_name(project("bse,ef->bsf", h, p, prefix + "wi_0", 4), "mlpwi_0")
+            b = project("bse,ef->bsf", h, p, prefix + "wi_1", 5)
             a = act_fn(a) * checkpoint_name(b, "mlpwi_1")
         else:
-            a = act_fn(checkpoint_name(jnp.einsum("bse,ef->bsf", h, bf16(p[prefix + "wi_0"])),
+            a = act_fn(checkpoint_name(project("bse,ef->bsf", h, p, prefix + "wi_0", 4),
                                        "mlpwi_0"))
-        m = checkpoint_name(jnp.einsum("bsf,fe->bse", a, bf16(p[prefix + "wo_mlp"])), "mlpwo")
+        m = checkpoint_name(project("bsf,fe->bse", a, p, prefix + "wo_mlp", 6), "mlpwo")
         return jax.lax.with_sharding_constraint(x + m, activations)
 
     def attention_layer(x, p):
@@ -344,13 +364,13 @@ def build_step(config: dict, devices, slices: int = 1):
         h = norm(x, p["norm_1"])
         if fused_qkv:
             q, k, v = split_qkv(checkpoint_name(
-                jnp.einsum("bse,ehd->bhsd", h, bf16(p["wqkv"])), "qkv_proj"))
+                project("bse,ehd->bhsd", h, p, "wqkv", 0), "qkv_proj"))
         else:
-            q = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wq"])), "query_proj")
-            k = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wk"])), "key_proj")
-            v = checkpoint_name(jnp.einsum("bse,ehd->bhsd", h, bf16(p["wv"])), "value_proj")
+            q = checkpoint_name(project("bse,ehd->bhsd", h, p, "wq", 0), "query_proj")
+            k = checkpoint_name(project("bse,ehd->bhsd", h, p, "wk", 1), "key_proj")
+            v = checkpoint_name(project("bse,ehd->bhsd", h, p, "wv", 2), "value_proj")
         o = sharded_attention(q / math.sqrt(D), k, v)
-        o = checkpoint_name(jnp.einsum("bhsd,hde->bse", o, bf16(p["wo"])), "out_proj")
+        o = checkpoint_name(project("bhsd,hde->bse", o, p, "wo", 3), "out_proj")
         return mlp(jax.lax.with_sharding_constraint(x + o, activations), p)
 
     if interval > 1:
@@ -383,9 +403,12 @@ def build_step(config: dict, devices, slices: int = 1):
     gdn_keys = {k for k in params if k.startswith(("gdn_", "w_", "conv", "a_log", "dt_bias",
                                                    "gated_norm"))}
 
-    def loss(p, tokens):
+    def loss(p, tokens, key=None):
         x = jax.lax.with_sharding_constraint(bf16(p["embedding"])[tokens], activations)
-        x, _ = jax.lax.scan(cycle, x, {k: p[k] for k in layer_keys})
+        layers = {k: p[k] for k in layer_keys}
+        if int8:  # each scanned layer draws its own stochastic rounding
+            layers["aqt_key"] = jax.random.split(key, cycles)
+        x, _ = jax.lax.scan(cycle, x, layers)
         x = norm(x, p["final_norm"])
         out = bf16(p["embedding"].T if "logits" not in p else p["logits"])
         tiles = _int(config, "num_vocab_tiling")
@@ -405,14 +428,18 @@ def build_step(config: dict, devices, slices: int = 1):
         target = jnp.take_along_axis(logits, tokens[..., None], -1)[..., 0]
         return jax.nn.logsumexp(logits, -1) - target
 
-    def step(p, mu, nu, tokens):
-        value, grads = jax.value_and_grad(loss)(p, tokens)
+    def step(p, mu, nu, tokens, *key):
+        value, grads = jax.value_and_grad(loss)(p, tokens, *key)
         mu = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, mu, grads)
         nu = jax.tree.map(lambda n, g: 0.95 * n + 0.05 * g * g, nu, grads)
         p = jax.tree.map(lambda w, m, n: w - 1e-4 * (m / (jnp.sqrt(n) + 1e-8) + 0.1 * w), p, mu, nu)
         return p, mu, nu, value
 
-    return jax.jit(step, donate_argnums=(0, 1, 2)), (params, params, params, tokens)
+    args = (params, params, params, tokens)
+    if int8:  # the step's PRNG key, replicated
+        key = jax.eval_shape(lambda: jax.random.key(0))
+        args += (jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=spec()),)
+    return jax.jit(step, donate_argnums=(0, 1, 2)), args
 
 
 STEP_FORMAT = "tpusim-compiled-step"
@@ -436,6 +463,14 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
     if config["dcn_data_parallelism"] not in ("-1", str(slices)):
         raise ExportError(f"dcn_data_parallelism={config['dcn_data_parallelism']}: the compiled "
                           f"step puts data parallelism over all {slices} slices")
+    if config["quantization"] == "int8":
+        # MaxText's trainer draws random bits with XLA's RngBitGenerator, not threefry
+        # (train.py L1474-1481, train_compile.py L300-303). Only the int8 step draws any.
+        jax.config.update("jax_default_prng_impl", "unsafe_rbg")
+        flags = os.environ.get("LIBTPU_INIT_ARGS", "")
+        if "xla_tpu_spmd_rng_bit_generator_unsafe" not in flags:
+            os.environ["LIBTPU_INIT_ARGS"] = (
+                flags + " --xla_tpu_spmd_rng_bit_generator_unsafe=true").strip()
     devices = topology(name, slices).devices
     step, args = build_step(config, devices, slices)
     result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "app/hlo_work.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
@@ -184,6 +186,40 @@ TEST(HloImport, APallasCustomCallIsTheExportedKernel) {
   const std::string e = error_of([] { import_hlo(kData + "gdn_scan_fwd/optimized.hlo"); });
   EXPECT_NE(e.find("Pallas kernel 'gdn_scan_fwd'"), std::string::npos) << e;
   EXPECT_NE(e.find("optimized.hlo:"), std::string::npos) << e;
+}
+
+// A real int8 step (tests/data/compiled/small_int8: MaxText's AQT int8 on v5e-4, remat minimal).
+// Read independently from its HLO text: 21 convolutions take two s8 operands, the forward's 7
+// projections (q, k, v, out, two up and the down projection) and the backward's 14 (each one's
+// input and weight gradients); the gradients' stochastic rounding draws from rng-bit-generator,
+// the key's halves joined by X64Combine and split by X64Split* custom calls. The step simulates,
+// its int8 dots at the chip's int8 rate.
+TEST(HloImport, ARealInt8StepRunsItsProjectionsOnInt8Operands) {
+  const HloProgram h =
+      import_hlo(std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/small_int8.hlo.gz");
+  std::set<const Kernel*> int8_dots;
+  auto visit = [&](const std::shared_ptr<const Kernel>& k) {
+    for (const Op& op : k->body)
+      if (op.kind == OpKind::dot && k->values[op.inputs[0]].dtype == DType::s8 &&
+          k->values[op.inputs[1]].dtype == DType::s8)
+        int8_dots.insert(k.get());
+  };
+  for (const ProgramItem& item : h.program.items) {
+    if (const auto* k = std::get_if<KernelCall>(&item.what)) visit(k->kernel);
+    if (const auto* l = std::get_if<Loop>(&item.what))
+      for (const auto& k : l->body) visit(k);
+  }
+  EXPECT_EQ(int8_dots.size(), 21u);
+  const ChipSpec v5e = load_chip("v5e");
+  const RunResult r = simulate(v5e, h.program);
+  // Some kernel's dots outrun the bf16 peak: only the int8 rate allows it.
+  bool beyond_bf16 = false;
+  for (const KernelStats& k : r.kernels)
+    beyond_bf16 = beyond_bf16 ||
+                  (k.flops > 0 &&
+                   static_cast<double>(k.flops) / (static_cast<double>(k.cycles) / v5e.clock_hz) >
+                       1.2 * v5e.peak_bf16_flops);
+  EXPECT_TRUE(beyond_bf16);
 }
 
 }  // namespace

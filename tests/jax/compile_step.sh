@@ -2,17 +2,19 @@
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
 # committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
 # a mixture of experts dropping tokens, with and without expert parallelism, a step over 2 slices
-# joined over DCN, a tensor-parallel step with MaxText's v5e flags: the same bytes of XLA's memory
+# joined over DCN, a tensor-parallel step with MaxText's v5e flags, a step with MaxText's AQT int8
+# projections: the same bytes of XLA's memory
 # analysis, the same out-of-memory verdict), and
 # refuses what it does not model with one error line and no file.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom small_gdn small_moe small_moe_ep small_2slices small_tp; do
+for s in small small_oom small_gdn small_moe small_moe_ep small_2slices small_tp small_int8; do
   hlo=()
-  case $s in small | small_2slices) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
-  # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags).
+  case $s in small | small_2slices | small_int8) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
+  # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags;
+  # small_int8: the random-bit flag compile-step adds, as MaxText's trainer does, once more).
   flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1])).get('libtpu_init_args', ''))" \
     "$data/$s.json")
   # shellcheck disable=SC2046
@@ -36,6 +38,9 @@ grep -q "^chip v5e  time" "$dir/run" && grep -q "^while .*: 4 trips" "$dir/run"
 # Over 2 slices the DCN reductions are megascale host transfers, imported as collectives.
 "$tpusim" run --hlo "$dir/small_2slices.hlo.gz" --chip v5e >"$dir/run2"
 grep -q "^while .*: 3 trips, .* 17 asynchronous" "$dir/run2"
+# The int8 step's projections are int8 dots whose gradients round stochastically (rng-bit-generator).
+"$tpusim" run --hlo "$dir/small_int8.hlo.gz" --chip v5e >"$dir/run3"
+grep -q "^chip v5e  time" "$dir/run3" && zgrep -q "rng-bit-generator" "$dir/small_int8.hlo.gz"
 
 # What the compiled step does not model: one line, exit 2, nothing written.
 expect_refusal() {
@@ -47,6 +52,10 @@ expect_refusal() {
 args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
 msg="sparse_matmul=true: the compiled step has no megablox path" expect_refusal $args num_experts=8 base_moe_mlp_dim=1024
+# shellcheck disable=SC2086
+msg="quantization=fp8: the compiled step has int8 (AQT) only" expect_refusal $args quantization=fp8
+# shellcheck disable=SC2086
+msg="quantization_local_shard_count: set it to the run's local devices" expect_refusal $args quantization=int8
 # shellcheck disable=SC2086
 msg="flash_block: not a key the compiled step models" expect_refusal $args flash_block=3
 # shellcheck disable=SC2086

@@ -11,6 +11,7 @@
 #include "kernels/transformer.h"
 #include "models/chip_loader.h"
 #include "sim/error.h"
+#include "sim/functional/interpreter.h"
 #include "sim/ir/validate.h"
 #include "sim/timing/engine.h"
 #include "tests/error_of.h"
@@ -132,6 +133,36 @@ TEST(XlaFusion, AVocabularyOffTheLaneTileIsPaddedToIt) {
   EXPECT_EQ(width % 128, 0);
   EXPECT_GE(tiles * width, vocab);
   EXPECT_LT(tiles * width - vocab, 128 * tiles);
+}
+
+// AQT's stochastic rounding of a gradient operand: on numbers its noise is zero, so it quantizes
+// exactly as rounding to nearest does; in time it adds the random bits' pass and the noise's add
+// to the vector unit, two ops per element (2 x 1024 x 4096 / 1024 vregs at 2 per cycle on v5e),
+// plus the one-cycle fill of the constant 127 in each extra grid step (the noise's block halves
+// the rows per step that fit XLA's VMEM budget).
+TEST(XlaFusion, StochasticRoundingQuantizesAsRoundingAndCostsTwoVectorPasses) {
+  const int64_t rows = 1024, cols = 4096;
+  const auto nearest = xla_fusion(Fusion::quantize, rows, cols);
+  const auto stochastic = xla_fusion(Fusion::quantize_stochastic, rows, cols);
+  ArrayMap a, b;
+  HostArray x = HostArray::zeros({rows, cols}, DType::bf16);
+  for (size_t i = 0; i < x.data.size(); ++i)
+    x.data[i] = round_to_bf16(static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f);
+  a["x"] = b["x"] = x;
+  execute(*nearest, a);
+  execute(*stochastic, b);
+  EXPECT_EQ(a.at("x int8").data, b.at("x int8").data);
+  EXPECT_EQ(a.at("scale").data, b.at("scale").data);
+  const ChipSpec v5e = load_chip("v5e");
+  auto vpu = [&](const std::shared_ptr<const Kernel>& k) {
+    const RunResult r = simulate_kernel(v5e, k);
+    int64_t busy = 0;
+    for (size_t u = 0; u < r.units.size(); ++u)
+      if (r.units[u].kind == UnitKind::vpu) busy += r.unit_busy[u];
+    return busy;
+  };
+  EXPECT_EQ(vpu(stochastic) - vpu(nearest),
+            2 * rows * cols / 1024 / 2 + stochastic->grid_steps() - nearest->grid_steps());
 }
 
 }  // namespace
