@@ -166,6 +166,19 @@ void emit_gdn(YAML::Emitter& out, const std::vector<std::pair<std::string, int64
            "tpusim's GDN layer has one head dim, the key head dim");
 }
 
+// What the import makes of MaxText's decoder_block: nothing to say for llama2 (tpusim's layers
+// are that block's), else what it reads from the block and what it leaves out.
+std::string decoder_block_reason(const std::string& block) {
+  if (block == "llama2") return "";
+  if (block == "qwen3_next")
+    return "partly: it makes the first inhomogeneous_layer_cycle_interval - 1 layers of each "
+           "cycle GDN layers; its other details are not modelled";
+  if (block == "llama4" || block == "deepseek")
+    return "partly: it decides which layers keep a dense MLP (get_dense_moe_layers); its other "
+           "details are not modelled";
+  return "not modelled: tpusim's layers are MaxText's llama2 block";
+}
+
 // `decoder_block`: the command line's, which overrides the model config's ("" for none).
 std::string model_yaml(const std::string& file, const std::string& name,
                        const std::string& decoder_block, Writer& w) {
@@ -222,6 +235,11 @@ std::string model_yaml(const std::string& file, const std::string& name,
       gdn.emplace_back(g->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "gdn_value_head_dim") {
       value_head_dim = yaml_as<int64_t>(file, kv.second, key, "an integer");
+    } else if (key == "decoder_block") {
+      // Overridden by the command line's (listed with the run's keys), or this one's.
+      if (const std::string why = decoder_block_reason(block);
+          decoder_block.empty() && !why.empty())
+        w.skip(key, block, why);
     } else {
       w.skip(key, scalar_text(kv.second), "not modelled");
     }
@@ -373,8 +391,9 @@ MaxTextImport import_maxtext(const std::string& model_file,
   // in chunks of gdn_chunk_size (base.yml L1467: 64).
   const bool hybrid = model_file.empty() ? load_model(model).gdn_layers() > 0
                                          : r.model.find("\ngdn:") != std::string::npos;
-  if (const std::string block = take("decoder_block"); !block.empty() && block != "qwen3_next")
-    w.skip("decoder_block", block, "not modelled");
+  if (const std::string block = take("decoder_block");
+      !block.empty() && !decoder_block_reason(block).empty())
+    w.skip("decoder_block", block, decoder_block_reason(block));
   if (hybrid) {
     std::string chunk = take("gdn_chunk_size");
     if (chunk.empty()) {
