@@ -235,8 +235,7 @@ std::string model_yaml(const std::string& file, const std::string& name,
       gdn.emplace_back(g->second, yaml_as<int64_t>(file, kv.second, key, "an integer"));
     } else if (key == "gdn_value_head_dim") {
       value_head_dim = yaml_as<int64_t>(file, kv.second, key, "an integer");
-    } else if (key == "decoder_block") {
-      // Overridden by the command line's (listed with the run's keys), or this one's.
+    } else if (key == "decoder_block") {  // unless the command line's overrides it
       if (const std::string why = decoder_block_reason(block);
           decoder_block.empty() && !why.empty())
         w.skip(key, block, why);
