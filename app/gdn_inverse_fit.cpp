@@ -73,7 +73,8 @@ StepConstantFit fit_row_solve_step(const InverseRatioTable& t, const EngineConst
                                 [](const InverseRatioRow& r) { return r.pass == "forward"; });
   if (row == t.rows.end())
     throw Error(t.file + ": the xla_row_solve_step_cycles fit needs a forward row");
-  StepConstantFit fit{"xla_row_solve_step_cycles", "every chip", t.file, "forward time ratio"};
+  StepConstantFit fit{"xla_row_solve_step_cycles", "v6e; scaled per chip", t.file,
+                      "forward time ratio"};
   fit.measured = row->measured();
   const ChipSpec base = with_constants(load_chip(t.chip), e);
   auto ratio = [&](double latency) {

@@ -102,6 +102,8 @@ const std::map<std::string, Setter>& fields() {
       {"vpu_latency_cycles", field(&ChipSpec::vpu_latency_cycles, "an integer", kCycles)},
       {"xla_row_solve_step_cycles",
        field(&ChipSpec::xla_row_solve_step_cycles, "an integer", kCycles)},
+      {"xla_row_solve_step_scale",
+       field(&ChipSpec::xla_row_solve_step_scale, "a number", {0, false, kMaxPerCycle})},
       {"vpu_cast_ops_per_vreg",
        field(&ChipSpec::vpu_cast_ops_per_vreg, "a number", {1, true, kMaxPerCycle})},
       {"vmem_bytes", field(&ChipSpec::vmem_bytes, "an integer", kBytes)},

@@ -1,6 +1,7 @@
 // ChipSpec: the hardware parameters the timing engine reads. Values come from models/chips/*.yaml,
 // where each carries its provenance (published source, derivation, calibration fit or assumption).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -42,6 +43,12 @@ struct ChipSpec {
   // (InvertDiagBlocksLowerTriangular), beyond the unit latency of its vector work: the custom
   // call's algorithm is not public, so this is calibrated (on measured_runs.md C4).
   int64_t xla_row_solve_step_cycles = 0;
+  // This chip's row step against v6e's, where it is calibrated: the TPU compiler's own cost model
+  // estimates the custom call per block differently per chip (derived in the chip files).
+  double xla_row_solve_step_scale = 1;
+  int64_t row_solve_step_cycles() const {
+    return std::llround(static_cast<double>(xla_row_solve_step_cycles) * xla_row_solve_step_scale);
+  }
   // Vector instructions per vreg of an f32 <-> bf16 cast: packing and unpacking the 16-bit
   // layout takes several on chips without bf16 vector arithmetic (from Mosaic's lowered kernels).
   double vpu_cast_ops_per_vreg = 1;

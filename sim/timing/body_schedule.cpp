@@ -99,7 +99,7 @@ BodySchedule schedule_body(const ChipSpec& chip, const Kernel& k, const std::vec
       s.ops.push_back(
           {i, nmxu + (eup ? 1 : 0), end - c, end});  // busy cycles, as late as they can be
       ti.ready = end + chip.vpu_latency_cycles +
-                 (op.latency == Latency::xla_row_solve_step ? chip.xla_row_solve_step_cycles : 0);
+                 (op.latency == Latency::xla_row_solve_step ? chip.row_solve_step_cycles() : 0);
       produced_first = ti.ready;
     }
     value_ready[op.output] = ti.ready;
