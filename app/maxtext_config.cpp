@@ -390,9 +390,9 @@ MaxTextImport import_maxtext(const std::string& model_file,
   // in chunks of gdn_chunk_size (base.yml L1467: 64).
   const bool hybrid = model_file.empty() ? load_model(model).gdn_layers() > 0
                                          : r.model.find("\ngdn:") != std::string::npos;
-  if (const std::string block = take("decoder_block");
-      !block.empty() && !decoder_block_reason(block).empty())
-    w.skip("decoder_block", block, decoder_block_reason(block));
+  if (const std::string block = take("decoder_block"); !block.empty())
+    if (const std::string why = decoder_block_reason(block); !why.empty())
+      w.skip("decoder_block", block, why);
   if (hybrid) {
     std::string chunk = take("gdn_chunk_size");
     if (chunk.empty()) {
