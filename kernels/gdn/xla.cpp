@@ -230,13 +230,16 @@ namespace {
 // reduction over the rows and the row's update. The algorithm is not public: the ops have the
 // shapes and the dependences of the row-oriented substitution, not its exact indices (so the
 // kernel does not run functionally), and each step's latency beyond its vector work is the
-// chip's calibrated xla_row_solve_step_cycles.
+// chip's calibrated xla_row_solve_step_cycles. On a megacore chip it runs on one TensorCore: the
+// compiled v5p custom call carries no megacore_config, where the fusions around it name their
+// megacore_split_dim; so its grid is not split (arbitrary).
 std::shared_ptr<const Kernel> invert_blocks(const GdnShape& s) {
   const int64_t C = s.chunk, N = s.chunks();
   const Shape arr{s.batch, N, s.heads, C, C}, blk{1, 1, 1, C, C}, view{C, C};
   const IndexMap one_block({axis(0), axis(2), axis(1), constant(0), constant(0)});
   KernelBuilder kb("InvertDiagBlocksLowerTriangular (xla)", Origin::xla);
-  kb.grid({s.batch, s.heads, N}, {kPar, kPar, kPar});
+  constexpr auto kOneCore = DimSemantics::arbitrary;
+  kb.grid({s.batch, s.heads, N}, {kOneCore, kOneCore, kOneCore});
   const ValueId a = kb.reshape("a", kb.input({"S", arr, DType::f32}, blk, one_block), view);
   const ValueId x = kb.reshape("x", kb.output({"x", arr, DType::f32}, blk, one_block), view);
   kb.mask("x = -I", kb.fill("-1", kb.temp("m1", {1, 1}, DType::f32), -1.0), MaskKind::diagonal, 0,

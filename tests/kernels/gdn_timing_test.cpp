@@ -171,16 +171,16 @@ TEST(GdnMemory, TheMainCoresLiveBuffersMatchTheCompilersMemoryAnalysis) {
 
 // libtpu's static cost model estimates XLA's InvertDiagBlocksLowerTriangular per [128, 128] block
 // at 15,371 cycles on v5e, 18,155 on v6e and 15,387 on v5p (tests/jax/solve_estimate.sh). The chip
-// files' xla_row_solve_step_scale make tpusim's cost per block (on one TensorCore) stand to v6e's,
-// where the row step is calibrated, in those ratios, to within one row step's rounding (127
-// cycles a block).
+// files' xla_row_solve_step_scale make tpusim's cost per block stand to v6e's, where the row step
+// is calibrated, in those ratios, to within one row step's rounding (127 cycles a block). The call
+// runs on one TensorCore of v5p's two (its compiled form has no megacore_config).
 TEST(GdnTiming, TheRowStepScalesFollowTheCompilersEstimatePerBlock) {
   auto per_block = [](const ChipSpec& chip) {
     auto cycles = [&](int64_t heads) {  // 8 chunks x heads blocks
       const g::GdnShape s{.batch = 1, .seq = 8 * 128, .heads = heads, .chunk = 128};
       return static_cast<double>(simulate(chip, g::xla_invert_diagonal_blocks(s)).cycles);
     };
-    return (cycles(16) - cycles(8)) / 64 * static_cast<double>(chip.tensorcores);
+    return (cycles(16) - cycles(8)) / 64;
   };
   const double v6e = per_block(load_chip("v6e"));
   for (const auto& [name, estimate] : {std::pair{"v5e", 15371.0}, std::pair{"v5p", 15387.0}}) {
