@@ -32,7 +32,9 @@ grep -q "functional check _sum_rows_kernel.out0: .*: ok" <<<"$out"
 for f in causal_mask sibling_mask; do
   $py -m tpusim_jax export "$src/python/tests/kernels_for_tests.py:$f" \
     --arg s=128x128:f32 -o "$dir/$f.json" --check "$dir/$f.check.json"
-  "$tpusim" kernel import "$dir/$f.json" --check "$dir/$f.check.json" | grep -q "max |error| 0 of"
+  # Whole output first: grep -q leaving early would break tpusim's pipe (pipefail).
+  out=$("$tpusim" kernel import "$dir/$f.json" --check "$dir/$f.check.json")
+  grep -q "max |error| 0 of" <<<"$out"
 done
 
 # The GDN inversion ladder written in Pallas (python/examples/gdn_invert_ladder.py) on strictly

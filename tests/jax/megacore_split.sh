@@ -16,5 +16,6 @@ bounds() {  # the ladder's [B, 32 chunks, 32 heads, 128, 128] input: each core's
 [ "$(bounds 1)" = "iteration_bounds: (1, 16, 4)" ]
 [ "$(bounds 2)" = "iteration_bounds: (1, 32, 4)" ]
 # tpusim's rule deals the same axes: the head axis at batch 1, the batch axis at batch 2.
-"$tpusim" chip v5p | grep -q "megacore_split.*first_divisible_parallel"
+"$tpusim" chip v5p >"$dir/chip"
+grep -q "megacore_split.*first_divisible_parallel" "$dir/chip"
 echo "megacore_split: ok"
