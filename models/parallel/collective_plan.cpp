@@ -25,13 +25,12 @@ namespace {
 // per local shard of the tokens it contracts, and the compiled step (B5 #15: 8 shards over 256
 // chips) reduces it in two: over the chips of each shard ([8,32]<=[256] groups of 32), then over
 // the shards after rescaling (an all-reduce over 'axis_0'=8).
-double gradient_all_reduce(const StepConfig& c, int64_t bytes, int64_t fsdp_size, bool int8) {
+double gradient_all_reduce(const StepConfig& c, int64_t bytes, const MeshAxis& fsdp, bool int8) {
   const int64_t shards = c.int8_local_shards();
-  if (!int8 || shards <= 1 || fsdp_size % shards != 0 || shards >= fsdp_size)
-    return collective_seconds(
-        c.chip, {CollectiveKind::all_reduce, bytes, c.axis("fsdp", fsdp_size, false)});
+  if (!int8 || shards <= 1 || fsdp.size % shards != 0 || shards >= fsdp.size)
+    return collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes, fsdp});
   return collective_seconds(c.chip, {CollectiveKind::all_reduce, bytes,
-                                     c.axis("fsdp", fsdp_size / shards, false)}) +
+                                     c.axis("fsdp", fsdp.size / shards, false)}) +
          collective_seconds(c.chip,
                             {CollectiveKind::all_reduce, bytes, c.axis("fsdp", shards, false)});
 }
@@ -78,7 +77,7 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
       // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
       // body (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
-      const double ar = gradient_all_reduce(c, bytes_bf16, fsdp_size, int8_weights);
+      const double ar = gradient_all_reduce(c, bytes_bf16, fsdp, int8_weights);
       exposed += std::max(0.0, ag - forward_s) + ar +
                  (backward_gathers_prefetched ? std::max(0.0, ag - backward_s) : backward_ag);
       total += ag + backward_ag + ar;

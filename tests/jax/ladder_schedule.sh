@@ -10,9 +10,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 for topology in v5e:2x2 v5p:2x2x1 v6e:2x2; do
   chip=${topology%%:*}
-  LIBTPU_INIT_ARGS="--xla_jf_dump_to=$dir/$chip.jf --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles" \
-    $py -m tpusim_jax compile "$src/python/examples/gdn_invert_ladder.py:invert_ladder" \
-    --topology "$topology" --arg s=1x8x1x128x128:f32 -o "$dir/$chip" 2>"$dir/log"
+  compile_ladder_with_bundles "$topology" 1x8x1x128x128 "$dir/$chip"
   "$tpusim" kernel gdn-invert --chip "$chip" --seq 1024 --heads 1 --tile-n 8 --json "$dir/$chip.sim.json" >/dev/null
 done
 $py - "$dir" <<'PY'

@@ -8,10 +8,8 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 bounds() {  # the ladder's [B, 32 chunks, 32 heads, 128, 128] input: each core's iteration bounds
-  LIBTPU_INIT_ARGS="--xla_jf_dump_to=$dir/jf$1 --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles" \
-    $py -m tpusim_jax compile "$src/python/examples/gdn_invert_ladder.py:invert_ladder" \
-    --topology v5p:2x2x1 --arg "s=$1x32x32x128x128:f32" -o "$dir/c$1" >"$dir/log" 2>&1
-  grep -ho 'iteration_bounds: ([0-9, ]*)' "$dir"/jf"$1"/*invert_ladder*-final_bundles.txt | sort -u
+  compile_ladder_with_bundles v5p:2x2x1 "$1x32x32x128x128" "$dir/c$1"
+  grep -ho 'iteration_bounds: ([0-9, ]*)' "$dir"/c"$1".jf/*invert_ladder*-final_bundles.txt | sort -u
 }
 [ "$(bounds 1)" = "iteration_bounds: (1, 16, 4)" ]
 [ "$(bounds 2)" = "iteration_bounds: (1, 32, 4)" ]
