@@ -11,6 +11,7 @@
 #include <set>
 
 #include "app/hlo_collectives.h"
+#include "app/hlo_loops.h"
 #include "app/hlo_work.h"
 #include "app/program_import.h"
 #include "sim/error.h"
@@ -78,15 +79,25 @@ class Importer {
   }
 
  private:
-  // The items a value waits for, per tuple element (one entry for an array).
+  // The items a value waits for, per tuple element (one entry for an array), and among them the
+  // asynchronous collectives still in flight in it: an async start's outputs are its state in
+  // flight (its buffers and sync flags), and only its done yields the data.
   using Deps = std::vector<int>;
   struct Value {
-    std::vector<Deps> parts;
-    Deps all() const {
+    std::vector<Deps> parts, in_flight;
+    static Deps joined(const std::vector<Deps>& v) {
       Deps d;
-      for (const Deps& p : parts) d.insert(d.end(), p.begin(), p.end());
+      for (const Deps& p : v) d.insert(d.end(), p.begin(), p.end());
+      return unique(std::move(d));
+    }
+    static Deps unique(Deps d) {
+      std::sort(d.begin(), d.end());
+      d.erase(std::unique(d.begin(), d.end()), d.end());
       return d;
     }
+    Deps all() const { return joined(parts); }
+    Deps all_in_flight() const { return joined(in_flight); }
+    Deps in_flight_of(size_t k) const { return k < in_flight.size() ? in_flight[k] : Deps{}; }
   };
 
   // Fewer equivalent dependencies: kernels run one after another, so the latest kernel stands
@@ -110,14 +121,21 @@ class Importer {
   // its parameters (by number). Returns the root's value.
   Value emit(const HloComputation& comp, const std::vector<Value>& params) {
     std::map<std::string, Value> values;
-    auto operand_deps = [&](const HloInstruction& in) {
+    // What the operands' values wait for (`Value::all`), or hold in flight (`all_in_flight`).
+    auto of_operands = [&](const HloInstruction& in, Deps (Value::*part)() const) {
       Deps d;
       for (const std::string& o : in.operands)
         if (auto it = values.find(o); it != values.end()) {
-          const Deps a = it->second.all();
+          const Deps a = (it->second.*part)();
           d.insert(d.end(), a.begin(), a.end());
         }
-      return compress(d);
+      return d;
+    };
+    auto operand_deps = [&](const HloInstruction& in) {
+      return compress(of_operands(in, &Value::all));
+    };
+    auto operand_in_flight = [&](const HloInstruction& in) {
+      return Value::unique(of_operands(in, &Value::all_in_flight));
     };
     for (const HloInstruction& in : comp.instructions) {
       Value& v = values[in.name];
@@ -132,6 +150,7 @@ class Importer {
         // A collective the compiler left synchronous holds the TensorCores until it ends.
         if (!is_async_start(in)) blocking_.push_back(i);
         v.parts.assign(1, {i});
+        v.in_flight.assign(1, is_async_start(in) ? Deps{i} : Deps{});
         if (in.opcode == "send") sent_[hlo_host_transfer_rendezvous(in)] = i;
         continue;
       }
@@ -146,31 +165,76 @@ class Importer {
       if (in.opcode == "get-tuple-element") {
         const Value& t = values[in.operands.at(0)];
         const size_t k = std::stoul(in.attr("index"));
-        v.parts.assign(1, t.parts.size() > 1 && k < t.parts.size() ? t.parts[k] : t.all());
+        const bool element = t.parts.size() > 1 && k < t.parts.size();
+        v.parts.assign(1, element ? t.parts[k] : t.all());
+        v.in_flight.assign(1, element ? t.in_flight_of(k) : t.all_in_flight());
         continue;
       }
       if (in.opcode == "tuple") {
-        for (const std::string& o : in.operands) v.parts.push_back(values[o].all());
+        for (const std::string& o : in.operands) {
+          v.parts.push_back(values[o].all());
+          v.in_flight.push_back(values[o].all_in_flight());
+        }
         continue;
       }
       if (is_free(in) || is_async_done(in)) {
         v.parts.assign(1, operand_deps(in));
+        const bool done = is_async_done(in) || in.opcode.ends_with("-done");
+        v.in_flight.assign(1, done ? Deps{} : operand_in_flight(in));
         continue;
       }
       if (in.opcode == "while" && holds_collectives(m_.computation(in.attr("body")))) {
         v = unroll(comp, in, values[in.operands.at(0)]);
         continue;
       }
-      Deps deps = operand_deps(in);
-      deps.insert(deps.end(), blocking_.begin(), blocking_.end());
-      blocking_.clear();
-      const int first = static_cast<int>(program_.items.size());
-      program_.append(work_once(comp, in), stage_of(in));
-      for (int i = first; i < static_cast<int>(program_.items.size()); ++i)
-        program_.items[i].deps.insert(program_.items[i].deps.end(), deps.begin(), deps.end());
-      v.parts.assign(1, {static_cast<int>(program_.items.size()) - 1});
+      v = emit_work(comp, in, operand_deps(in), operand_in_flight(in));
     }
     return values[comp.root().name];
+  }
+
+  // An instruction that does work, after `deps`. A fusion handed a collective's state in flight
+  // (`carried`) continues the collective beside its own work (XLA's async collective fusion over
+  // multiple steps: in C3 #42's final bundles the dot fusion.433 issues
+  // async-collective-start.7's ring transfers between its matmuls), so it does not wait for the
+  // collective; what it passes on still does.
+  Value emit_work(const HloComputation& comp, const HloInstruction& in, Deps deps,
+                  const Deps& carried) {
+    std::erase_if(deps, [&](int d) { return std::ranges::count(carried, d) > 0; });
+    deps.insert(deps.end(), blocking_.begin(), blocking_.end());
+    blocking_.clear();
+    const int first = static_cast<int>(program_.items.size());
+    program_.append(work_once(comp, in), stage_of(in));
+    for (int i = first; i < static_cast<int>(program_.items.size()); ++i)
+      program_.items[i].deps.insert(program_.items[i].deps.end(), deps.begin(), deps.end());
+    Deps after = carried;
+    after.push_back(static_cast<int>(program_.items.size()) - 1);
+    Value v;
+    if (carried.empty()) {
+      v.parts.assign(1, after);
+      return v;
+    }
+    // Its results: its own work's are data; the state it passes on (a parameter handed through,
+    // the collective it continues) stays in flight.
+    const std::vector<bool> passed = passed_on(in);
+    v.parts.assign(passed.size(), after);
+    for (const bool p : passed) v.in_flight.push_back(p ? carried : Deps{});
+    return v;
+  }
+
+  // Per result of `in` (one for an array), whether it hands on state rather than computing it:
+  // a fused parameter passed through or a collective the fusion carries (anything but a fusion
+  // is taken to hand on all it has).
+  std::vector<bool> passed_on(const HloInstruction& in) const {
+    if (in.opcode != "fusion") return {true};
+    const HloComputation& fused = m_.computation(in.attr("calls"));
+    const HloInstruction& root = fused.root();
+    auto hands_on = [&](const HloInstruction* r) {
+      return !r || r->opcode == "parameter" || collective(*r).has_value();
+    };
+    if (root.opcode != "tuple") return {hands_on(&root)};
+    std::vector<bool> out;
+    for (const std::string& o : root.operands) out.push_back(hands_on(fused.find(o)));
+    return out;
   }
 
   // An instruction's work, built once however many iterations of an unrolled loop run it (one
@@ -187,7 +251,7 @@ class Importer {
   // data flow allows (a Loop item holds kernels only).
   Value unroll(const HloComputation& comp, const HloInstruction& w, Value carry) {
     const HloComputation& body = m_.computation(w.attr("body"));
-    const int64_t trips = trip_count(comp, w);
+    const int64_t trips = hlo_trip_count(m_, comp, w);
     if (unrolled_.insert(body.name + "/" + w.name).second) {  // summarised once
       HloLoopSummary s{w.name, w.op_name(), trips, {}};
       for (const HloInstruction& in : body.instructions) {
@@ -298,7 +362,7 @@ class Importer {
   std::pair<std::vector<std::shared_ptr<const Kernel>>, HloLoopSummary> loop(
       const HloComputation& comp, const HloInstruction& w) {
     const HloComputation& body = m_.computation(w.attr("body"));
-    HloLoopSummary s{w.name, w.op_name(), trip_count(comp, w), {}};
+    HloLoopSummary s{w.name, w.op_name(), hlo_trip_count(m_, comp, w), {}};
     std::vector<std::shared_ptr<const Kernel>> kernels_of_body;
     for (const HloInstruction& in : body.instructions) {
       if (is_free(in)) continue;  // a body with collectives is unrolled instead (emit)
@@ -306,54 +370,6 @@ class Importer {
       flatten(work(body, in), kernels_of_body);
     }
     return {kernels_of_body, s};
-  }
-
-  // known_trip_count from the backend config, else `i < N` (or N > i) in the condition with
-  // i's start a constant in the loop's initial tuple and its step a constant the body adds.
-  int64_t trip_count(const HloComputation& comp, const HloInstruction& w) const {
-    const std::string cfg = w.attr("backend_config");
-    const auto at = cfg.find("\"known_trip_count\":{\"n\":\"");
-    if (at != std::string::npos) return std::stoll(cfg.substr(at + 25));
-    auto fail = [&](const std::string& why) -> int64_t {
-      throw Error(fmt::format("{}:{}: while '{}': cannot find its trip count ({})", m_.file, w.line,
-                              w.name, why));
-    };
-    const HloComputation& cond = m_.computation(w.attr("condition"));
-    const HloInstruction& root = cond.root();
-    if (root.opcode != "compare" || root.operands.size() != 2) return fail("no compare at root");
-    const std::string dir = root.attr("direction");
-    const HloInstruction* a = cond.find(root.operands[0]);
-    const HloInstruction* b = cond.find(root.operands[1]);
-    if (dir == "GT") std::swap(a, b);
-    if ((dir != "LT" && dir != "GT") || !a || !b || a->opcode != "get-tuple-element" ||
-        b->opcode != "constant")
-      return fail("the condition is not counter < constant");
-    const int64_t limit = constant_value(*b);
-    const int index = std::stoi(a->attr("index"));
-    const HloInstruction* init = comp.find(w.operands.at(0));
-    if (!init || init->opcode != "tuple" || index >= static_cast<int>(init->operands.size()))
-      return fail("the initial value is not a tuple");
-    const HloInstruction* start = comp.find(init->operands[index]);
-    while (start && start->opcode == "copy") start = comp.find(start->operands.at(0));
-    if (!start || start->opcode != "constant")
-      return fail("the counter does not start at a constant");
-    const int64_t step = counter_step(m_.computation(w.attr("body")), index);
-    if (step <= 0) return fail("the counter does not grow by a constant");
-    return std::max<int64_t>(0, (limit - constant_value(*start) + step - 1) / step);
-  }
-
-  // What the body adds to tuple element `index` each iteration (a loop the compiler unrolled
-  // adds its unroll factor), 0 if it is not `counter + constant`.
-  int64_t counter_step(const HloComputation& body, int index) const {
-    const HloInstruction& root = body.root();
-    if (root.opcode != "tuple" || index >= static_cast<int>(root.operands.size())) return 0;
-    const HloInstruction* add = body.find(root.operands[index]);
-    if (!add || add->opcode != "add" || add->operands.size() != 2) return 0;
-    for (const std::string& o : add->operands) {
-      const HloInstruction* c = body.find(o);
-      if (c && c->opcode == "constant") return constant_value(*c);
-    }
-    return 0;
   }
 
   std::shared_ptr<const Kernel> pallas_kernel(const HloComputation& comp,
@@ -388,14 +404,6 @@ class Importer {
 
   static std::string unquoted(const std::string& s) {
     return s.size() >= 2 && s.front() == '"' ? s.substr(1, s.size() - 2) : s;
-  }
-
-  int64_t constant_value(const HloInstruction& c) const {
-    try {
-      return std::stoll(c.literal);
-    } catch (const std::exception&) {
-      throw Error(fmt::format("{}:{}: constant '{}' is not an integer", m_.file, c.line, c.name));
-    }
   }
 
   const HloModule& m_;

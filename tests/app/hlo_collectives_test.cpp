@@ -153,6 +153,58 @@ TEST(HloCollectives, ALoopWithCollectivesRunsItsIterationsByDataFlow) {
   EXPECT_EQ(first.get(), last.get());
 }
 
+// kStep with XLA's async collective fusion over multiple steps (C3 #42's compiled step): the
+// start's state in flight (its shard, the buffer being gathered, a sync flag) is handed through
+// the fusion beside it, which continues the gather between its own work, and the done takes it
+// from that fusion's outputs.
+std::string continued_step() {
+  std::string s = kStep;
+  auto replace = [&s](const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+  };
+  replace(
+      "%dot_computation (",
+      R"(%carry_computation (param_0: bf16[8,512,128], param_1: bf16[32,128], param_2: bf16[128,128], param_3: u32[]) -> (bf16[8,512,128], bf16[32,128], bf16[128,128], u32[]) {
+  %param_0 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} parameter(0)
+  %param_1 = bf16[32,128]{1,0:T(8,128)(2,1)} parameter(1)
+  %param_2 = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(2)
+  %param_3 = u32[]{:S(2)} parameter(3)
+  %multiply.2 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} multiply(%param_0, %param_0)
+  ROOT %tuple.2 = (bf16[8,512,128]{2,1,0:T(8,128)(2,1)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[128,128]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) tuple(%multiply.2, %param_1, %param_2, %param_3)
+}
+
+%dot_computation ()");
+  replace(
+      R"(%scaled = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%x), kind=kLoop, calls=%scale_computation, frontend_attributes={kernel_metadata={
+"note":"printed over two lines"}}
+  %done = bf16[128,128]{1,0:T(8,128)(2,1)} fusion(%s0, %s1, %s2), kind=kCustom, calls=%done_computation
+  %y = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%done, %scaled),)",
+      R"(%scaled = (bf16[8,512,128]{2,1,0:T(8,128)(2,1)}, bf16[32,128]{1,0:T(8,128)(2,1)}, bf16[128,128]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) fusion(%x, %s0, %s1, %s2), kind=kOutput, calls=%carry_computation
+  %c0 = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} get-tuple-element(%scaled), index=0
+  %c1 = bf16[32,128]{1,0:T(8,128)(2,1)} get-tuple-element(%scaled), index=1
+  %c2 = bf16[128,128]{1,0:T(8,128)(2,1)} get-tuple-element(%scaled), index=2
+  %c3 = u32[]{:S(2)} get-tuple-element(%scaled), index=3
+  %done = bf16[128,128]{1,0:T(8,128)(2,1)} fusion(%c1, %c2, %c3), kind=kCustom, calls=%done_computation
+  %y = bf16[8,512,128]{2,1,0:T(8,128)(2,1)} fusion(%done, %c0),)");
+  return s;
+}
+
+TEST(HloCollectives, AFusionHandedAnInFlightCollectiveRunsBesideIt) {
+  const Program p = import_hlo_module(parse_hlo(continued_step(), "step.hlo"), {}).program;
+  for (int t = 0; t < 3; ++t) {
+    const int start = index_of(p, "start", t), scaled = index_of(p, "scaled", t),
+              dot = index_of(p, "y", t);
+    ASSERT_TRUE(start >= 0 && scaled >= 0 && dot >= 0) << t;
+    // The fusion carrying the gather's state does not wait for it; what takes the gathered
+    // weight from the done does.
+    EXPECT_FALSE(waits_for(p.items[scaled], start)) << t;
+    EXPECT_TRUE(waits_for(p.items[dot], start)) << t;
+    EXPECT_TRUE(waits_for(p.items[dot], scaled)) << t;
+  }
+}
+
 TEST(HloCollectives, APaddedWindowDotCountsOneTapPerOutput) {
   // The weight shared by the 8 sequences: each output position sees the one real input position
   // of the padded window, so K is the 128 features, not 8 x 128.
