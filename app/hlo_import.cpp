@@ -103,8 +103,7 @@ class Importer {
   // Fewer equivalent dependencies: kernels run one after another, so the latest kernel stands
   // for every earlier one; collectives end in any order and are all kept.
   Deps compress(Deps d) const {
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
+    d = Value::unique(std::move(d));
     Deps out;
     int last_kernel = -1;
     for (int i : d) {
@@ -228,12 +227,12 @@ class Importer {
     if (in.opcode != "fusion") return {true};
     const HloComputation& fused = m_.computation(in.attr("calls"));
     const HloInstruction& root = fused.root();
-    auto hands_on = [&](const HloInstruction* r) {
-      return !r || r->opcode == "parameter" || collective(*r).has_value();
-    };
-    if (root.opcode != "tuple") return {hands_on(&root)};
+    if (root.opcode != "tuple") return {hands_on(root)};
     std::vector<bool> out;
-    for (const std::string& o : root.operands) out.push_back(hands_on(fused.find(o)));
+    for (const std::string& o : root.operands) {
+      const HloInstruction* r = fused.find(o);
+      out.push_back(!r || hands_on(*r));
+    }
     return out;
   }
 

@@ -264,6 +264,10 @@ std::optional<CollectiveKind> collective_kind(const std::string& opcode) {
   return it->second;
 }
 
+bool hands_on(const HloInstruction& r) {
+  return r.opcode == "parameter" || collective_kind(r.opcode).has_value();
+}
+
 HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruction& in) {
   HloWork w;
   if (in.opcode != "fusion") {
@@ -300,8 +304,7 @@ HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruc
   for (size_t i = 0; i < results.size(); ++i) {
     const HloShape& s = element(in.shape, i);
     if (s.memory_space == 1 || !results[i]) continue;
-    // Passed through, or the result of a collective the fusion carries: not the core's writes.
-    if (results[i]->opcode == "parameter" || collective_kind(results[i]->opcode)) continue;
+    if (hands_on(*results[i])) continue;
     w.writes.push_back({fmt::format("{}.{}", in.name, i), dtype_of_hlo(s.dtype),
                         bytes_written(fused, results[i])});
   }

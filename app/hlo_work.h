@@ -65,4 +65,9 @@ DType dtype_of_hlo(const std::string& hlo_dtype);
 // collective-permute, and their -start halves), nullopt for any other.
 std::optional<CollectiveKind> collective_kind(const std::string& opcode);
 
+// Whether a fused computation's result `r` hands on what the fusion was given rather than
+// computing it: a parameter passed through, or a collective the fusion carries (XLA's async
+// collective fusions) - not the core's work.
+bool hands_on(const HloInstruction& r);
+
 }  // namespace tpusim
