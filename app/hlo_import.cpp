@@ -147,9 +147,10 @@ class Importer {
         const int i = program_.add_collective(in.name, *c, operand_deps(in));
         program_.items[i].stage = stage_of(in);
         // A collective the compiler left synchronous holds the TensorCores until it ends.
-        if (!is_async_start(in)) blocking_.push_back(i);
+        const bool async = is_async_start(in);
+        if (!async) blocking_.push_back(i);
         v.parts.assign(1, {i});
-        v.in_flight.assign(1, is_async_start(in) ? Deps{i} : Deps{});
+        v.in_flight.assign(1, async ? Deps{i} : Deps{});
         if (in.opcode == "send") sent_[hlo_host_transfer_rendezvous(in)] = i;
         continue;
       }
