@@ -9,10 +9,10 @@ namespace tpusim {
 // Per layer: the FSDP all-gather of its weights hides behind the forward, the second all-gather
 // behind the recompute + backward, and so does the gradient reduce-scatter except on a pure-FSDP
 // mesh, where the compiled step all-reduces the gradient synchronously; tensor-parallel all-reduces
-// of the activations sit on the critical path (2 in the forward, 2 in the recompute, 2 in the
-// backward). Under context parallelism an attention layer all-gathers the keys and values over
-// the context axis before its attention kernel (forward and recompute) and reduce-scatters their
-// gradients after it: on the critical path.
+// of the activations sit on the critical path (2 in the forward, 2 in the backward, and those of
+// the projections the recompute runs). Under context parallelism an attention layer all-gathers the
+// keys and values over the context axis before its attention kernel (forward and recompute) and
+// reduce-scatters their gradients after it: on the critical path.
 bool synchronous_gradient_reduction(const StepConfig& c) {
   // With tensor parallelism (C5 #24, #44) the compiled backward loop holds no gradient
   // all-reduce; nothing was compiled with the expert or context axes and the runs' flags.
@@ -94,8 +94,18 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const MeshAxis tp = c.axis("tensor", c.mesh.tensor, true);
     const double ar = collective_seconds(
         c.chip, {CollectiveKind::all_reduce, l.tokens * c.model.d_model * kBf16, tp});
-    exposed += 6 * ar;
-    total += 6 * ar;
+    // The recompute all-reduces what it recomputes of the two: the attention's output projection
+    // unless saved, and never a dense MLP's down projection (layers.cpp drops it; C5 #44's compiled
+    // backward loop holds 11 windowed collective matmuls: the 8 of the backward, the forward's 4
+    // less that one).
+    const RematPolicy keep = c.layer_remat();
+    const bool out_recomputed =
+        kind != PartKind::attention_layer || !keep.saved(Activation::out_proj);
+    const bool down_recomputed =
+        kind == PartKind::embedding || (moe_layer && !keep.saved(Activation::mlpwo));
+    const int all_reduces = 4 + out_recomputed + down_recomputed;
+    exposed += all_reduces * ar;
+    total += all_reduces * ar;
   }
   if (moe_layer && c.moe_sparse_matmul && c.mesh.expert > 1) {
     // The token copies to their experts and back, by ragged all-to-all over the expert axis

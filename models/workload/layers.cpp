@@ -78,10 +78,14 @@ using A = Activation;
 // logical_axis_rules), so the norms and residual adds touch 1/tensor of it.
 int64_t embed_shard(const StepConfig& c) { return c.model.d_model / c.mesh.tensor; }
 
-// The forward pass computes everything; its recompute in the backward skips what the policy saved.
-const RematPolicy& compute_all() {
-  static const RematPolicy full = RematPolicy::named("full");
-  return full;
+// A layer's forward runs twice: the forward pass computes everything; its recompute in the
+// backward skips what the policy saved, and what the backward never reads.
+enum class Pass { forward, recompute };
+
+std::string phase_name(Pass pass) { return pass == Pass::forward ? "fwd" : "remat"; }
+
+RematPolicy kept_by(Pass pass, const StepConfig& c) {
+  return pass == Pass::forward ? RematPolicy::named("full") : c.layer_remat();
 }
 
 // Columns of the up projection's output the pass computes (one per GELU, two per SwiGLU MLP).
@@ -204,9 +208,10 @@ void moe_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
   lp.dot_bwd("bwd: moe", M, E, c.model.moe.experts);
 }
 
-void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
-                 const std::string& phase, const RematPolicy& keep) {
+void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pass pass) {
   const int64_t M = l.tokens, E = c.model.d_model;
+  const std::string phase = phase_name(pass);
+  const RematPolicy keep = kept_by(pass, c);
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   if (c.model.is_moe()) {
     moe_forward(lp, c, l, phase + ": moe", keep);
@@ -216,6 +221,10 @@ void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
   if (const int64_t n = mlp_in_columns(c, l, keep)) lp.dot(phase + ": mlp", M, E, n);
   // The activation's output is not a named checkpoint: the down projection's backward needs it.
   lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
+  // The down projection's output only makes the layer's output through the residual add, and the
+  // backward reads neither, so the compiled recompute drops both (C3 #42's and C1 main's compiled
+  // backward loops: the MLP's up projections are recomputed, its down projection is not).
+  if (pass == Pass::recompute) return;
   if (!keep.saved(A::mlpwo)) lp.dot(phase + ": mlp", M, l.mlp, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
 }
@@ -282,8 +291,9 @@ void mla_projections_backward(LayerProgram& lp, const StepConfig& c, const Local
 
 // The named q, k and v are taken after projection, norm and RoPE (xla_lowering.md 3), so a saved
 // one skips its share of the projection and its RoPE; a saved context skips the attention kernel.
-void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
-                       const std::string& phase, const RematPolicy& keep) {
+void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pass pass) {
+  const std::string phase = phase_name(pass);
+  const RematPolicy keep = kept_by(pass, c);
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   if (c.model.is_mla()) {
@@ -303,11 +313,12 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   if (!keep.saved(A::out_proj))
     lp.dot(phase + ": attention proj", M, l.q_heads * c.model.v_head_dim(), E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
-  mlp_forward(lp, c, l, phase, keep);
+  mlp_forward(lp, c, l, pass);
 }
 
-void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
-                 const std::string& phase, const RematPolicy& keep) {
+void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pass pass) {
+  const std::string phase = phase_name(pass);
+  const RematPolicy keep = kept_by(pass, c);
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
@@ -322,7 +333,7 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
   lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
   lp.dot(phase + ": gdn out", M, V, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
-  mlp_forward(lp, c, l, phase, keep);
+  mlp_forward(lp, c, l, pass);
 }
 
 }  // namespace
@@ -354,8 +365,8 @@ kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l) {
 Program attention_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim, Dv = c.model.v_head_dim();
-  attention_forward(lp, c, l, "fwd", compute_all());
-  attention_forward(lp, c, l, "remat", c.layer_remat());
+  attention_forward(lp, c, l, Pass::forward);
+  attention_forward(lp, c, l, Pass::recompute);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dv, E);
   lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dv);  // di = rowsum(o do)
@@ -376,8 +387,8 @@ Program gdn_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
-  gdn_forward(lp, c, l, "fwd", compute_all());
-  gdn_forward(lp, c, l, "remat", c.layer_remat());
+  gdn_forward(lp, c, l, Pass::forward);
+  gdn_forward(lp, c, l, Pass::recompute);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: gdn out", M, V, E);
   lp.fusion("bwd: gdn out", Fusion::gated_rmsnorm_bwd, M, V);
