@@ -101,6 +101,7 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const RematPolicy keep = c.layer_remat();
     const bool out_recomputed =
         kind != PartKind::attention_layer || !keep.saved(Activation::out_proj);
+    // (The embedding and logits part keeps the six it always had: no compiled program says.)
     const bool down_recomputed =
         kind == PartKind::embedding || (moe_layer && !keep.saved(Activation::mlpwo));
     const int all_reduces = 4 + out_recomputed + down_recomputed;

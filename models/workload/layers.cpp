@@ -85,7 +85,8 @@ enum class Pass { forward, recompute };
 std::string phase_name(Pass pass) { return pass == Pass::forward ? "fwd" : "remat"; }
 
 RematPolicy kept_by(Pass pass, const StepConfig& c) {
-  return pass == Pass::forward ? RematPolicy::named("full") : c.layer_remat();
+  static const RematPolicy compute_all = RematPolicy::named("full");
+  return pass == Pass::forward ? compute_all : c.layer_remat();
 }
 
 // Columns of the up projection's output the pass computes (one per GELU, two per SwiGLU MLP).
