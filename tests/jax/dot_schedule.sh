@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 m=4096 k=8192 n=8192
-LIBTPU_INIT_ARGS="--xla_jf_dump_to=$dir/jf --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles" \
+LIBTPU_INIT_ARGS="$(bundles_flags "$dir/jf")" \
   $py -m tpusim_jax compile "$src/python/tests/kernels_for_tests.py:dot_tanh" --topology v5e:2x2 \
   --arg x=${m}x${k}:bf16 --arg y=${k}x${n}:bf16 -o "$dir/dot" >"$dir/log" 2>&1
 "$tpusim" run --hlo "$dir/dot" --profile "$dir/profile.csv" >"$dir/run" 2>&1

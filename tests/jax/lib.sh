@@ -9,10 +9,15 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 trap 'cat "$dir"/log "$dir"/err 2>/dev/null' ERR
 
+# libtpu's flags that dump the final VLIW bundles of every compiled program into DIR.
+bundles_flags() {  # DIR
+  echo "--xla_jf_dump_to=$1 --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles"
+}
+
 # The inversion ladder (python/examples/gdn_invert_ladder.py) compiled for TOPOLOGY on the f32 input
 # SHAPE into OUT, with libtpu's final VLIW bundles of every program dumped into OUT.jf.
 compile_ladder_with_bundles() {  # TOPOLOGY SHAPE OUT
-  LIBTPU_INIT_ARGS="--xla_jf_dump_to=$3.jf --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles" \
+  LIBTPU_INIT_ARGS="$(bundles_flags "$3.jf")" \
     $py -m tpusim_jax compile "$src/python/examples/gdn_invert_ladder.py:invert_ladder" \
     --topology "$1" --arg "s=$2:f32" -o "$3" >"$dir/log" 2>&1
 }

@@ -13,8 +13,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1]))['libtpu_init_args'])" \
   "$src/scenarios/compiled/steps/c3_42_v5e_maxtext-32b.json")
 # shellcheck disable=SC2046
-(cd "$src/python" && LIBTPU_INIT_ARGS="$flags --xla_jf_dump_to=$dir/jf --xla_jf_dump_llo_text=true \
-  --xla_jf_dump_llo_pass_label_regex=final_bundles" $py -m tpusim_jax compile-step \
+(cd "$src/python" && LIBTPU_INIT_ARGS="$flags $(bundles_flags "$dir/jf")" $py -m tpusim_jax compile-step \
   $("$tpusim" export maxtext "$src/tests/data/compiled/small.yaml") -o "$dir/small.json" \
   --hlo "$dir/small.hlo.gz" >"$dir/log" 2>&1)
 
