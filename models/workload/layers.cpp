@@ -226,7 +226,7 @@ void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pas
   // backward reads neither, so the compiled recompute drops both (C3 #42's and C1 main's compiled
   // backward loops: the MLP's up projections are recomputed, its down projection is not).
   if (pass == Pass::recompute) return;
-  if (!keep.saved(A::mlpwo)) lp.dot(phase + ": mlp", M, l.mlp, E);
+  lp.dot(phase + ": mlp", M, l.mlp, E);
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
 }
 
