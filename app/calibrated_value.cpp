@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 namespace {
@@ -24,11 +23,7 @@ std::string double_quoted(const std::string& s) {
 }  // namespace
 
 std::string chip_file_with(const std::string& path, const std::vector<CalibratedValue>& values) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  std::string s = read_text_file(path);
   for (const CalibratedValue& v : values) {
     const std::regex block("(^|\\n)" + v.key + ":\\n  value: [^\\n]*\\n  [a-z]+: [^\\n]*\\n");
     if (!std::regex_search(s, block))

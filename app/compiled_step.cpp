@@ -3,21 +3,19 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "app/hlo_import.h"
 #include "app/report.h"
 #include "sim/error.h"
+#include "sim/text_file.h"
 #include "sim/timing/engine.h"
 
 namespace tpusim {
 
 CompiledStep load_compiled_step(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read the compiled step", file));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(read_text_file(file), nullptr, false);
   if (j.is_discarded())
     throw Error(fmt::format("{}: not JSON (a compile-step result was expected)", file));
   if (!j.is_object() || j.value("format", "") != "tpusim-compiled-step")

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 #include "app/hlo_work.h"
 #include "app/program_import.h"
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 namespace fs = std::filesystem;
@@ -433,14 +433,14 @@ HloProgram import_hlo(const std::string& path) {
   Program pallas;
   if (dir) {
     const fs::path summary = fs::path(path) / "compile.json";
-    std::ifstream f(summary);
-    if (!f)
+    if (!fs::exists(summary))
       throw Error(
           fmt::format("{}: no compile.json (a directory of python -m tpusim_jax "
                       "compile is expected)",
                       path));
+    const std::string text = read_text_file(summary.string());
     try {
-      compile = nlohmann::json::parse(f);
+      compile = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("{}: {}", summary.string(), e.what()));
     }

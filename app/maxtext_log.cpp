@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
+#include <sstream>
+#include <stdexcept>
 
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 
@@ -21,8 +23,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 MaxTextLog read_maxtext_log(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read the log", file));
+  std::istringstream in(read_text_file(file));
   static const std::regex step_line(R"(completed step: (\d+), seconds: ([0-9.]+))");
   static const std::regex rates(R"(TFLOP/s/device: ([0-9.]+), Tokens/s/device: ([0-9.]+))");
   MaxTextLog log;
@@ -41,11 +42,16 @@ MaxTextLog read_maxtext_log(const std::string& file) {
       ++log.steps_without_rates;
       continue;
     }
-    log.steps.push_back({.step = std::stoll(s[1]),
-                         .seconds = std::stod(s[2]),
-                         .tflops_per_device = std::stod(r[1]),
-                         .tokens_per_device = std::stod(r[2]),
-                         .line = line});
+    try {
+      log.steps.push_back({.step = std::stoll(s[1]),
+                           .seconds = std::stod(s[2]),
+                           .tflops_per_device = std::stod(r[1]),
+                           .tokens_per_device = std::stod(r[2]),
+                           .line = line});
+    } catch (const std::logic_error&) {  // std::stoll/stod: "1.2.3", or out of range
+      throw Error(fmt::format("{}:{}: a 'completed step' line whose numbers do not read", file,
+                              line));
+    }
   }
   if (log.steps.empty())
     throw Error(

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +10,7 @@
 #include "app/program_xla.h"
 #include "models/yaml_map.h"
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 namespace {
@@ -366,11 +366,10 @@ std::vector<OutputCheck> check_program(const ImportedProgram& p, const std::stri
                     "one has XLA work outside its kernels, which tpusim times but does "
                     "not execute",
                     p.file));
-  std::ifstream in(check_file);
-  if (!in) throw Error(fmt::format("{}: cannot open file", check_file));
+  const std::string text = read_text_file(check_file);
   nlohmann::json data;
   try {
-    data = nlohmann::json::parse(in);
+    data = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: {}", check_file, e.what()));
   }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -168,6 +169,15 @@ std::vector<std::vector<YAML::Node>> axis_values(
     for (const auto& x : kv.second) v.push_back(x);
     values.push_back(v);
   }
+  // Every point is held in memory and run, so a product of axes nobody could run is refused
+  // before it is expanded (the largest shipped sweep has 1,080 points).
+  constexpr size_t kMostPoints = 100000;
+  size_t points = 1;
+  for (const auto& v : values) points = std::min(points * v.size(), kMostPoints + 1);
+  if (points > kMostPoints)
+    top.fail("axes", fmt::format("the axes' lengths multiply to more than {} points, more than a "
+                                 "sweep runs; split it",
+                                 kMostPoints));
   return values;
 }
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim::gui {
 
@@ -49,8 +49,7 @@ int key_index(const std::string& k) { return std::toupper(static_cast<unsigned c
 }  // namespace
 
 std::vector<ScriptStep> load_script(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read the script", file));
+  std::istringstream in(read_text_file(file));
   std::vector<ScriptStep> steps;
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {

@@ -4,14 +4,12 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 
@@ -177,25 +175,10 @@ std::string plain_words(const std::string& message) {
 }  // namespace
 
 YAML::Node yaml_load_file(const std::string& file) {
-  // A directory, a FIFO or a device where a file is expected; a path too long for the system.
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status))
-    throw Error(fmt::format(
-        "{}: cannot open file{}", shortened(file),
-        ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
-  if (!std::filesystem::is_regular_file(status))
-    throw Error(fmt::format("{}: not a regular file (a directory, a pipe or a device?)", file));
+  const std::string text = read_text_file(file);
   try {
     // Documents are counted up to two: yaml-cpp's LoadAll never ends on some malformed streams
     // (a lone ',' yields empty documents without end, found by scripts/fuzz.sh).
-    std::string text;
-    {
-      std::ifstream in(file, std::ios::binary);
-      if (!in) throw Error(fmt::format("{}: cannot open file", file));
-      in.exceptions(std::ios::badbit);
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
     {
       std::istringstream in(text);
       YAML::Parser parser(in);
@@ -211,8 +194,6 @@ YAML::Node yaml_load_file(const std::string& file) {
     YAML::Node root = YAML::Load(text);
     check_document(file, root, "");
     return root;
-  } catch (const std::ios_base::failure& e) {
-    throw Error(fmt::format("{}: cannot read file ({})", file, e.what()));
   } catch (const YAML::ParserException& e) {
     yaml_fail(file, e.mark, "", plain_words(e.msg));
   }

@@ -34,10 +34,17 @@ mkdir -p "$corpus"
 cd build-fuzz
 echo "fuzz: $seconds s over $i seeds" >&2
 ./loaders_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-  -print_final_stats=1 corpus seeds 2>&1 | grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" || true
+  -print_final_stats=1 corpus seeds >fuzz.log 2>&1 || true
+grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" fuzz.log || true
 rm -f fuzz_input_*.yaml
 found=$(find . -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \) | tr '\n' ' ')
 if [ -n "$found" ]; then
+  # The report and the input itself go to the log: a CI machine's build-fuzz/ is not kept.
+  grep -E "uncaught|runtime error|^ +#[0-9]+ .* in " fuzz.log | head -30 >&2 || true
+  for f in $found; do
+    echo "fuzz: $f, base64 (decode with base64 -d; its first byte picks the loader):" >&2
+    head -c 16384 "$f" | base64 >&2
+  done
   echo "fuzz: found inputs that crash or hang (in build-fuzz/): $found" >&2
   exit 1
 fi

@@ -41,6 +41,12 @@ TEST_F(Cli, WhatIsNotAMaxTextLogIsOneErrorLine) {
   std::ofstream(path("cut.log")) << "completed step: 3, secs: 2.5\n";
   expect_clean_failure(run("import maxtext-log " + path("cut.log")),
                        "cut.log:1: a 'completed step' line without 'seconds: S'");
+  std::ofstream(path("big.log"))
+      << "completed step: 99999999999999999999, seconds: 2.5, TFLOP/s/device: 1.0, "
+         "Tokens/s/device: 2.0\n";
+  expect_clean_failure(run("import maxtext-log " + path("big.log")),
+                       "big.log:1: a 'completed step' line whose numbers do not read");
+  expect_clean_failure(run("import maxtext-log " + dir_.string()), "not a regular file");
   EXPECT_FALSE(fs::exists(path("m.yaml")));
 }
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <typeinfo>
 
 #include "app/scenario.h"
 #include "app/sweep.h"
@@ -49,6 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } catch (const tpusim::Error&) {
     // The expected outcome of a malformed input.
+  } catch (const std::exception& e) {
+    // A bug: name it before the crash report (which would say only "deadly signal").
+    std::fprintf(stderr, "uncaught %s: %s\n", typeid(e).name(), e.what());
+    std::abort();
   }
   return 0;
 }
