@@ -127,9 +127,13 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
       std::max({m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0,
                 m.moe.dense_layers ? m.without_experts().attention_layer_params() : 0}) /
       c.mesh.tensor * kBf16;
-  // The logits dot writes bf16 (its cross-entropy fusion upcasts on the fly) and the gradient
-  // comes back bf16: f32 copies of both would not fit the measured C3 #1 and #7 runs in 32 GiB.
-  const int64_t logits = M / c.vocab_tiles * (m.vocab / c.mesh.tensor) * 2 * kBf16;
+  // The logits region as the compiled C1, C3 #1 and B5 #9 steps hold it (XLA's buffer
+  // assignments, docs/compiler_import.md "Whole dense steps"): the logits dot's bf16 output and
+  // its f32 copy for the loss (their gradient is fused into the backward's dots, never stored),
+  // beside the output projection's gathered bf16 weight. Its bf16 gradient sits beside them in C1
+  // but not in B5 #9, whose f32 logits share their buffer with it: not counted.
+  const int64_t vocab = m.vocab / c.mesh.tensor;
+  const int64_t logits = M / c.vocab_tiles * vocab * (kBf16 + kF32) + m.d_model * vocab * kBf16;
   const int64_t backward_ws = std::max(dense_ws, gdn_ws);
   int64_t layer_ws = backward_ws + kGatheredLayers * layer_weights;
   // XLA's scheduler keeps a gather's buffer live from its start to its use, so prefetching costs
@@ -154,9 +158,11 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
                      layer_ws});
   } else {
     items.push_back({c.vocab_tiles > 1
-                         ? fmt::format("peak: logits and their gradient (bf16), 1/{} of the tokens",
+                         ? fmt::format("peak: logits (bf16 and f32), 1/{} of the tokens, + the "
+                                       "output projection's gathered weight",
                                        c.vocab_tiles)
-                         : "peak: logits and their gradient (bf16)",
+                         : "peak: logits (bf16 and f32) + the output projection's gathered "
+                           "weight",
                      logits});
   }
   return out;
