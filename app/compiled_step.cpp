@@ -36,6 +36,13 @@ CompiledStep load_compiled_step(const std::string& file) {
       const nlohmann::json& m = j.at("memory");
       c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
       c.host_bytes = m.value("host_temp_bytes", int64_t{0});
+      if (j.contains("buffers")) {
+        const nlohmann::json& b = j.at("buffers");
+        c.heap_bytes = b.at("heap_bytes").get<int64_t>();
+        for (const nlohmann::json& slot : b.at("largest"))
+          c.largest_buffers.push_back(
+              {slot.at("bytes").get<int64_t>(), slot.at("values").get<std::string>()});
+      }
     } else {
       c.message = j.at("message").get<std::string>();
     }
@@ -68,6 +75,8 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
   // is added to it.
   p.compiled_fits = c.fits;
   p.compiled_verdict = compiled_verdict(c);
+  for (const CompiledStep::Buffer& b : c.largest_buffers)
+    p.compiled_largest_buffers.push_back(fmt::format("{} {}", format_bytes(b.bytes), b.values));
   if (!use_for_memory) return;
   p.memory_source = "compiler";
   p.model_peak_hbm_bytes = p.peak_hbm_bytes;

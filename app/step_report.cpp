@@ -1,6 +1,7 @@
 #include "app/step_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -70,6 +71,14 @@ std::string peak_hbm_text(const StepPrediction& p) {
                        format_bytes(p.model_peak_hbm_bytes));
   else if (!p.compiled_verdict.empty())
     out += fmt::format("  the TPU compiler's peak for the same step: {}\n", p.compiled_verdict);
+  // The four largest: enough to see what the compiler's peak is made of.
+  const size_t shown = std::min<size_t>(4, p.compiled_largest_buffers.size());
+  if (shown > 0)
+    out += fmt::format(
+        "  its largest HBM buffers (XLA's buffer assignment; values sharing a slot in turn): "
+        "{}\n",
+        fmt::join(p.compiled_largest_buffers.begin(), p.compiled_largest_buffers.begin() + shown,
+                  "; "));
   return out;
 }
 
@@ -170,6 +179,8 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
         p.compiled_peak_hbm_bytes >= 0 ? json(p.compiled_peak_hbm_bytes) : json(nullptr);
     j["compiled_fits"] = p.compiled_fits;
     j["compiled_verdict"] = p.compiled_verdict;
+    if (!p.compiled_largest_buffers.empty())
+      j["compiled_largest_buffers"] = p.compiled_largest_buffers;
   }
   if (p.compiled_program_s >= 0) j["compiled_program_s"] = p.compiled_program_s;
   json parts = json::array();

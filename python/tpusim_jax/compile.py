@@ -38,6 +38,44 @@ def mosaic_dump_flag(dump_dir: str) -> None:
     os.environ["LIBTPU_INIT_ARGS"] = f"{flags} --xla_mosaic_dump_to={dump_dir}".strip()
 
 
+def buffer_dump_flag(dump_dir: str) -> None:
+    """Asks XLA to dump its buffer assignment into `dump_dir`: libtpu's compile reads XLA_FLAGS
+    (its LIBTPU_INIT_ARGS refuse --xla_dump_to). Must run before XLA first reads its flags."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_to={dump_dir}".strip()
+
+
+# A buffer slot of the memory-usage report: "2.32GiB( 15%); 2.32GiB; OFFSET; N; SHAPES".
+_SLOT = re.compile(r"^\s*[0-9.]+\w*\(\s*\d+%\);\s*([0-9.]+)([KMGT]i)?B;\s*\d+;\s*(\d+);\s*(.*)$")
+_UNITS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
+    """The HBM side of XLA's buffer assignment, from the dump's memory-usage report of the
+    largest module: its heap (every slot, bytes) and its `most` largest slots, each with the
+    values that share it in turn (shapes as XLA prints them)."""
+    best = None
+    for path in glob.glob(os.path.join(dump_dir, "*memory-usage-report.txt")):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        if not lines or not lines[0].startswith("Memory Space: default"):
+            continue
+        total = re.match(r"Total bytes: (\d+)", lines[1]) if len(lines) > 1 else None
+        if not total:
+            continue
+        slots = []
+        for line in lines[2:]:
+            if line.startswith("Memory Space:"):
+                break
+            m = _SLOT.match(line)
+            if m and len(slots) < most:
+                slots.append({"bytes": round(float(m.group(1)) * _UNITS[m.group(2)]),
+                              "values": m.group(4).strip().replace("\u00d7", " x ")})
+        if best is None or int(total.group(1)) > best["heap_bytes"]:
+            best = {"heap_bytes": int(total.group(1)), "largest": slots}
+    return best
+
+
 # What libtpu is told this host is, so that it does not probe for TPU metadata and warn; the
 # compile target is the --topology, whatever this names.
 _HOST_ACCELERATOR = {"v5e": "v5litepod-4", "v6e": "v6e-4", "v5p": "v5p-8", "v4": "v4-8"}

@@ -36,6 +36,8 @@ import gzip
 import math
 import os
 import re
+import shutil
+import tempfile
 
 from tpusim_jax.export import ExportError
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
@@ -453,7 +455,7 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
     """Compiles the step of MaxText's command line `overrides` for its compile_topology; returns
     the compiler's memory analysis, or its out-of-memory verdict (`fits` false, its message)."""
     import jax
-    from tpusim_jax.compile import cost_summary, memory_summary, topology, versions
+    from tpusim_jax.compile import buffer_dump_flag, versions
 
     if versions()["libtpu"] == "not installed":
         raise ExportError("compile-step needs libtpu (scripts/setup.sh installs the pinned version)")
@@ -471,6 +473,18 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
         if "xla_tpu_spmd_rng_bit_generator_unsafe" not in flags:
             os.environ["LIBTPU_INIT_ARGS"] = (
                 flags + " --xla_tpu_spmd_rng_bit_generator_unsafe=true").strip()
+    dump = tempfile.mkdtemp(prefix="tpusim_buffers_")
+    try:
+        buffer_dump_flag(dump)
+        return _compile_step(config, overrides, name, slices, hlo_path, dump)
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+
+
+def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
+    import jax
+    from tpusim_jax.compile import cost_summary, hbm_buffers, memory_summary, topology, versions
+
     devices = topology(name, slices).devices
     step, args = build_step(config, devices, slices)
     result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
@@ -490,6 +504,9 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
             result.update(fits=False, message=oom.group(0).strip())
             return result
     result.update(fits=True, memory=memory_summary(compiled), cost=cost_summary(compiled))
+    buffers = hbm_buffers(dump)
+    if buffers:  # XLA's buffer assignment: its heap and largest HBM slots
+        result["buffers"] = buffers
     if hlo_path:
         # A .gz path is written compressed; the result names the file (beside it) for tpusim.
         opener = gzip.open if hlo_path.endswith(".gz") else open

@@ -179,5 +179,20 @@ TEST_F(Cli, ValidateTablesTheModelsPeakAgainstTheCompilers) {
       << md;
 }
 
+// A compile that recorded XLA's buffer assignment (`buffers`, tests/jax/loss_buffers.sh makes it):
+// the report names the largest HBM slots beside the compiler's peak, in text and JSON.
+TEST_F(Cli, TheCompilersLargestBuffersAreListedBesideItsPeak) {
+  const CmdResult r = run("run " + kData + "small.yaml --json " + path("s.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  the TPU compiler's peak for the same step: 944.90 MiB\n  its largest "
+                       "HBM buffers (XLA's buffer assignment; values sharing a slot in turn): "
+                       "125.00 MiB f32[1,1024,32000]; 62.50 MiB bf16[1024,32000]; "),
+            std::string::npos)
+      << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(path("s.json")));
+  ASSERT_EQ(j["compiled_largest_buffers"].size(), 8u);
+  EXPECT_EQ(j["compiled_largest_buffers"][3], "32.00 MiB 5 x bf16[4,1,1024,4096]");
+}
+
 }  // namespace
 }  // namespace tpusim::testing
