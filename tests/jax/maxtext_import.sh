@@ -61,7 +61,8 @@ for kv in "experts: 16" "top_k: 1" "shared: 1"; do grep "^moe: {" "$dir/scout.mo
   ici_tensor_parallelism=4 -o "$dir/maverick.yaml" >"$dir/log" 2>"$dir/err"
 grep "^moe: {" "$dir/maverick.model.yaml" | grep -q "dense_layers: 24"
 grep -q "^mlp_dim: 16384$" "$dir/maverick.model.yaml"
-out=$("$tpusim" run "$dir/maverick.yaml")  # whole, so grep -q cannot break tpusim's pipe
+# Over v5p's HBM with the loss's f32 logits (the memory model), so timed with --simulate-anyway.
+out=$("$tpusim" run "$dir/maverick.yaml" --simulate-anyway)  # whole: grep -q cannot break the pipe
 grep -q "attention layer (dense MLP)  *24 x" <<<"$out"
 # DeepSeek2-16B as B5 #38 was launched: multi-head latent attention (q straight from the
 # embedding) and its first layer dense; the import equals tpusim's own model of it.
