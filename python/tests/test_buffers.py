@@ -1,0 +1,64 @@
+"""Reading XLA's buffer assignment (the memory-usage report of --xla_dump_to) into compile-step's
+`buffers`: the default (HBM) space of the largest module, its eight largest slots."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from tpusim_jax.compile import hbm_buffers  # noqa: E402
+
+# The head of a real report (C1's compiled step), shortened, and a smaller module beside it.
+STEP = """Memory Space: default (color=0)
+Total bytes: 10596866048 (9.87GiB)
+  cumulative_size;       size;       offset; used_by_n_values; shapes_list
+  ------------------------------------------------------------
+    2.32GiB( 15%);    2.32GiB;   3870064640;                1; f32[1,4096,151936]
+    4.64GiB( 29%);    1.16GiB;   6359384064;                2; 2\u00d7bf16[4096,151936]
+    6.08GiB( 38%);  288.00MiB;     57278464;                5; 5\u00d7bf16[9,1,4096,4096]
+   11.42GiB( 72%);   64.00MiB;   1850785792;                2; 2\u00d7f32[1,32,32,1,128,128]
+    1.38GiB(100%);       512B;   1107935232;                1; pred[]
+  The rest 32 values are less than 5% of the total size and not shown.
+
+Memory Space: vmem (color=1)
+Total bytes: 16777216 (16.00MiB)
+  cumulative_size;       size;       offset; used_by_n_values; shapes_list
+  ------------------------------------------------------------
+   16.00MiB(100%);   16.00MiB;            0;                8; bf16[1,32,128,32,128]
+"""
+OTHER = """Memory Space: default (color=0)
+Total bytes: 1024 (1.00KiB)
+  cumulative_size;       size;       offset; used_by_n_values; shapes_list
+  ------------------------------------------------------------
+    1.00KiB(100%);    1.00KiB;            0;                1; f32[256]
+"""
+
+
+class HbmBuffers(unittest.TestCase):
+    def test_the_largest_modules_hbm_slots(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in (("module_0000.jit_step", STEP), ("module_0001.jit_x", OTHER)):
+                with open(os.path.join(d, name + ".memory-usage-report.txt"), "w") as f:
+                    f.write(text)
+            b = hbm_buffers(d, most=4)
+        self.assertEqual(b["heap_bytes"], 10596866048)
+        self.assertEqual([s["values"] for s in b["largest"]],
+                         ["f32[1,4096,151936]", "2 x bf16[4096,151936]",
+                          "5 x bf16[9,1,4096,4096]", "2 x f32[1,32,32,1,128,128]"])
+        self.assertEqual(b["largest"][2]["bytes"], 288 * 2**20)
+        self.assertEqual(b["largest"][0]["bytes"], round(2.32 * 2**30))  # as the report rounds
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "m.memory-usage-report.txt"), "w") as f:
+                f.write(STEP)
+            every = hbm_buffers(d)["largest"]
+        self.assertEqual(len(every), 5)  # the HBM space only, not the VMEM slot after it
+        self.assertEqual(every[-1], {"bytes": 512, "values": "pred[]"})
+
+    def test_no_report_is_none(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertIsNone(hbm_buffers(d))
+
+
+if __name__ == "__main__":
+    unittest.main()
