@@ -36,13 +36,10 @@ CompiledStep load_compiled_step(const std::string& file) {
       const nlohmann::json& m = j.at("memory");
       c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
       c.host_bytes = m.value("host_temp_bytes", int64_t{0});
-      if (j.contains("buffers")) {
-        const nlohmann::json& b = j.at("buffers");
-        c.heap_bytes = b.at("heap_bytes").get<int64_t>();
-        for (const nlohmann::json& slot : b.at("largest"))
+      if (j.contains("buffers"))
+        for (const nlohmann::json& slot : j.at("buffers").at("largest"))
           c.largest_buffers.push_back(
               {slot.at("bytes").get<int64_t>(), slot.at("values").get<std::string>()});
-      }
     } else {
       c.message = j.at("message").get<std::string>();
     }

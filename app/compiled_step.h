@@ -20,13 +20,12 @@ struct CompiledStep {
   std::string message;           // the compiler's out-of-memory message when it does not fit
   std::string libtpu_init_args;  // the compiler's flags, when the compile set any
   std::string hlo;               // the optimized HLO (a path beside the file), when written
-  // XLA's buffer assignment, when the compile recorded it (`buffers`): the heap of HBM slots and
-  // the largest slots, each with the values that take it in turn (XLA's shapes).
+  // XLA's largest HBM buffer slots, when the compile recorded its buffer assignment (`buffers`),
+  // each with the values that take it in turn (XLA's shapes).
   struct Buffer {
     int64_t bytes = 0;
     std::string values;
   };
-  int64_t heap_bytes = -1;
   std::vector<Buffer> largest_buffers;
 };
 

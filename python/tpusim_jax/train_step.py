@@ -474,11 +474,16 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
             os.environ["LIBTPU_INIT_ARGS"] = (
                 flags + " --xla_tpu_spmd_rng_bit_generator_unsafe=true").strip()
     dump = tempfile.mkdtemp(prefix="tpusim_buffers_")
+    xla_flags = os.environ.get("XLA_FLAGS")
     try:
         buffer_dump_flag(dump)
         return _compile_step(config, overrides, name, slices, hlo_path, dump)
     finally:
         shutil.rmtree(dump, ignore_errors=True)
+        if xla_flags is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = xla_flags
 
 
 def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
