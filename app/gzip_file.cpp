@@ -6,10 +6,12 @@
 #include <memory>
 
 #include "sim/error.h"
+#include "sim/text_file.h"
 
 namespace tpusim {
 
 std::string read_maybe_gzipped(const std::string& path) {
+  check_regular_file(path);
   // zlib's gzread reads a file without the gzip header as it is.
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
   if (!f) throw Error(fmt::format("{}: cannot open it", path));
