@@ -179,7 +179,7 @@ TEST_F(Cli, ValidateTablesTheModelsPeakAgainstTheCompilers) {
       << md;
 }
 
-// A compile that recorded XLA's buffer assignment (`buffers`, tests/jax/loss_buffers.sh makes it):
+// A compile that recorded XLA's buffer assignment (`buffers`, tests/jax/compile_step.sh checks it):
 // the report names the largest HBM slots beside the compiler's peak, in text and JSON.
 TEST_F(Cli, TheCompilersLargestBuffersAreListedBesideItsPeak) {
   const CmdResult r = run("run " + kData + "small.yaml --json " + path("s.json"));

@@ -5,7 +5,11 @@
 # joined over DCN, a tensor-parallel step with MaxText's v5e flags, a step with MaxText's AQT int8
 # projections: the same bytes of XLA's memory
 # analysis, the same out-of-memory verdict), and
-# refuses what it does not model with one error line and no file.
+# refuses what it does not model with one error line and no file. The dense step's result also
+# records XLA's largest HBM buffers, from which the memory model's loss working set is re-derived
+# (models/memory/memory_model.cpp): the logits cast to f32 (f32[1,1024,32000]) and two bf16 arrays
+# of 1024 x 32000 (the bf16 logits and the gathered output projection) in slots of their own, the
+# bytes tpusim's peak item counts; `tpusim run` lists them beside the compiler's peak.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
@@ -49,6 +53,23 @@ expect_refusal() {
   fi
   [ "$(wc -l <"$dir/err")" -eq 1 ] && [ ! -e "$dir/no.json" ] && grep -q "$msg" "$dir/err"
 }
+cp "$data/small.yaml" "$data/small.model.yaml" "$dir/"
+"$tpusim" run "$dir/small.yaml" --json "$dir/run.json" >"$dir/run" 2>&1
+grep -q "its largest HBM buffers (XLA's buffer assignment; .*): 125.00 MiB f32\[1,1024,32000\]" \
+  "$dir/run"
+$py - "$dir/small.json" "$dir/run.json" <<'PY'
+import json, sys
+slots = json.load(open(sys.argv[1]))["buffers"]["largest"]
+tokens, vocab = 1024, 32000
+f32 = [s for s in slots if s["values"] == f"f32[1,{tokens},{vocab}]"]
+bf16 = [s for s in slots if s["values"].startswith(f"bf16[{tokens},{vocab}]")]
+assert len(f32) == 1 and f32[0]["bytes"] == 4 * tokens * vocab, slots
+assert len(bf16) == 2 and all(s["bytes"] == 2 * tokens * vocab for s in bf16), slots
+peak = json.load(open(sys.argv[2]))["memory"][-1]
+assert peak["what"].startswith("peak: logits"), peak
+assert peak["bytes"] == f32[0]["bytes"] + bf16[0]["bytes"] + bf16[1]["bytes"], peak
+PY
+
 args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
 msg="sparse_matmul=true: the compiled step has no megablox path" expect_refusal $args num_experts=8 base_moe_mlp_dim=1024
