@@ -26,4 +26,12 @@ inline std::string shortened(const std::string& text) {
   return text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
+// A file path keeps its end instead: the file's own name is what tells the user which one it is,
+// and a deep build folder must not cut it off.
+inline std::string shortened_path(const std::string& path) {
+  constexpr size_t kMax = 80;
+  if (path.size() <= kMax) return path;
+  return "..." + path.substr(path.size() - kMax);
+}
+
 }  // namespace tpusim

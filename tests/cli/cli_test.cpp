@@ -551,6 +551,12 @@ TEST_F(Cli, HostileInputsAreOneLineErrors) {
   const std::string scenario = "chips: 16\nmodel: llama3.1-8b\nseq: 1024\nbatch_per_chip: 1\n";
   fs::create_directories(path("a_dir"));
   expect_clean_failure(run("run " + path("a_dir")), "a_dir: not a regular file");
+  // However deep the folder, the message keeps the path's end, where the file's own name is.
+  const std::string deep = path(std::string(120, 'd') + "/deep_dir");
+  fs::create_directories(deep);
+  const CmdResult deep_run = run("run " + deep);
+  expect_clean_failure(deep_run, "dd/deep_dir: not a regular file");
+  EXPECT_EQ(deep_run.err.rfind("tpusim: error: ...d", 0), 0u) << deep_run.err;
   ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
   expect_clean_failure(run("run " + path("fifo")), "fifo: not a regular file");
   std::ofstream(path("long.yaml")) << "chip: " << std::string(300, 'x') << "\n" << scenario;
