@@ -24,17 +24,15 @@ inline constexpr size_t kMaxQuoted = 80;
 // A user-given name as an error message quotes it: at most kMaxQuoted characters, the rest
 // counted, so that a 300-byte name does not drown the message.
 inline std::string shortened(const std::string& text) {
-  constexpr size_t kMax = kMaxQuoted;
-  if (text.size() <= kMax) return text;
-  return text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " bytes)";
+  if (text.size() <= kMaxQuoted) return text;
+  return text.substr(0, kMaxQuoted) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 // A file path keeps its end instead: the file's own name is what tells the user which one it is,
 // and a deep build folder must not cut it off.
 inline std::string shortened_path(const std::string& path) {
-  constexpr size_t kMax = kMaxQuoted;
-  if (path.size() <= kMax) return path;
-  return "..." + path.substr(path.size() - kMax);
+  if (path.size() <= kMaxQuoted) return path;
+  return "..." + path.substr(path.size() - kMaxQuoted);
 }
 
 }  // namespace tpusim
