@@ -36,10 +36,19 @@ CompiledStep load_compiled_step(const std::string& file) {
       const nlohmann::json& m = j.at("memory");
       c.peak_hbm_bytes = m.at("total_bytes").get<int64_t>();
       c.host_bytes = m.value("host_temp_bytes", int64_t{0});
-      if (j.contains("buffers"))
-        for (const nlohmann::json& slot : j.at("buffers").at("largest"))
+      if (j.contains("buffers")) {
+        const nlohmann::json& b = j.at("buffers");
+        for (const nlohmann::json& slot : b.at("largest"))
           c.largest_buffers.push_back(
               {slot.at("bytes").get<int64_t>(), slot.at("values").get<std::string>()});
+        if (b.contains("peak_live")) {
+          c.peak_live_bytes = b.at("peak_live_bytes").get<int64_t>();
+          for (const nlohmann::json& v : b.at("peak_live"))
+            c.peak_live.push_back({v.at("bytes").get<int64_t>(), v.at("shape").get<std::string>(),
+                                   v.at("opcode").get<std::string>(),
+                                   v.at("op").get<std::string>()});
+        }
+      }
     } else {
       c.message = j.at("message").get<std::string>();
     }
@@ -74,6 +83,13 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
   p.compiled_verdict = compiled_verdict(c);
   for (const CompiledStep::Buffer& b : c.largest_buffers)
     p.compiled_largest_buffers.push_back(fmt::format("{} {}", format_bytes(b.bytes), b.values));
+  p.compiled_peak_live_bytes = c.peak_live_bytes;
+  for (const CompiledStep::LiveValue& v : c.peak_live) {
+    // The op_name without the jit(step)/ every value of the step shares.
+    const std::string op = v.op.rfind("jit(step)/", 0) == 0 ? v.op.substr(10) : v.op;
+    const std::string what = fmt::format("{} {} {}", format_bytes(v.bytes), v.shape, v.opcode);
+    p.compiled_peak_live.push_back(op.empty() ? what : fmt::format("{} ({})", what, op));
+  }
   if (!use_for_memory) return;
   p.memory_source = "compiler";
   p.model_peak_hbm_bytes = p.peak_hbm_bytes;

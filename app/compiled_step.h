@@ -27,6 +27,15 @@ struct CompiledStep {
     std::string values;
   };
   std::vector<Buffer> largest_buffers;
+  // XLA's largest values live at its heap's peak (its live-range report), when recorded: each
+  // with its shape, and the opcode and op_name of the instruction that defines it; and all of
+  // them, bytes.
+  struct LiveValue {
+    int64_t bytes = 0;
+    std::string shape, opcode, op;
+  };
+  std::vector<LiveValue> peak_live;
+  int64_t peak_live_bytes = -1;
 };
 
 // Reads a compile-step result; a missing file, malformed JSON or another format is an Error

@@ -71,8 +71,15 @@ std::string peak_hbm_text(const StepPrediction& p) {
                        format_bytes(p.model_peak_hbm_bytes));
   else if (!p.compiled_verdict.empty())
     out += fmt::format("  the TPU compiler's peak for the same step: {}\n", p.compiled_verdict);
-  // The four largest: enough to see what the compiler's peak is made of.
-  const size_t shown = std::min<size_t>(4, p.compiled_largest_buffers.size());
+  // What the compiler's peak is made of: the values live at it when the compile recorded them,
+  // else the four largest slots.
+  const size_t live = std::min<size_t>(6, p.compiled_peak_live.size());
+  const size_t shown = live > 0 ? 0 : std::min<size_t>(4, p.compiled_largest_buffers.size());
+  if (live > 0)
+    out += fmt::format(
+        "  live at the peak of its heap (XLA's live ranges; {} in all), the largest: {}\n",
+        format_bytes(p.compiled_peak_live_bytes),
+        fmt::join(p.compiled_peak_live.begin(), p.compiled_peak_live.begin() + live, "; "));
   if (shown > 0)
     out += fmt::format(
         "  its largest HBM buffers (XLA's buffer assignment; values sharing a slot in turn): "
@@ -181,6 +188,10 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
     j["compiled_verdict"] = p.compiled_verdict;
     if (!p.compiled_largest_buffers.empty())
       j["compiled_largest_buffers"] = p.compiled_largest_buffers;
+    if (!p.compiled_peak_live.empty()) {
+      j["compiled_peak_live"] = p.compiled_peak_live;
+      j["compiled_peak_live_bytes"] = p.compiled_peak_live_bytes;
+    }
   }
   if (p.compiled_program_s >= 0) j["compiled_program_s"] = p.compiled_program_s;
   json parts = json::array();

@@ -1,5 +1,6 @@
 """Reading XLA's buffer assignment (the memory-usage report of --xla_dump_to) into compile-step's
-`buffers`: the default (HBM) space of the largest module, its eight largest slots."""
+`buffers`: the default (HBM) space of the largest module, its eight largest slots, and the values
+live at its peak (the live-range report) with their shapes and op names."""
 import os
 import sys
 import tempfile
@@ -34,6 +35,26 @@ Total bytes: 1024 (1.00KiB)
     1.00KiB(100%);    1.00KiB;            0;                1; f32[256]
 """
 
+# The same module's live-range report at its peak and the instructions it names (C1's compiled
+# step, shortened: a tuple element with an index comment, a value without op_name).
+LIVE_RANGE = """HloLiveRange (max 7172):
+  BufferLiveRange:
+    constant.1179.clone.3{}:700-703
+  Live ranges at 1913 (peak):
+    convert_bitcast_fusion.34{0}: 2489319424 bytes (cumulative: 2489319424 bytes)
+    all-reduce.55{}: 1244659712 bytes (cumulative: 3733979136 bytes)
+    while.790{1}: 301989888 bytes (cumulative: 4035969024 bytes)
+    copy-start.153{0}: 33554432 bytes (cumulative: 4069523456 bytes)
+    multiply.507{}: 4 bytes (cumulative: 4069523460 bytes)
+  Stack trace breakdown for peak usage: 4 069 523 460 bytes
+"""
+HLO = """HloModule jit_step
+  %convert_bitcast_fusion.34 = (f32[1,4096,151936]{2,1,0:T(8,128)}, bf16[4096]{0:T(1024)(128)(2,1)S(1)}) fusion(%fusion.1931), kind=kLoop, calls=%c, metadata={op_name="jit(step)/jvp()/convert_element_type"}
+  %all-reduce.55 = bf16[4096,151936]{1,0:T(8,128)(2,1)} all-reduce(%fusion.1913), channel_id=140, metadata={op_name="jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}
+  %while.790 = (s32[]{:T(128)}, bf16[9,1,4096,4096]{3,2,1,0:T(8,128)(2,1)}, /*index=2*/f32[8]{0}) while(%tuple.1), condition=%c, body=%b, metadata={op_name="jit(step)/jvp()/while"}
+  %copy-start.153 = (bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)S(1)}, bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)}, u32[]{:S(2)}) copy-start(%p)
+"""
+
 
 class HbmBuffers(unittest.TestCase):
     def test_the_largest_modules_hbm_slots(self):
@@ -54,6 +75,30 @@ class HbmBuffers(unittest.TestCase):
             every = hbm_buffers(d)["largest"]
         self.assertEqual(len(every), 5)  # the HBM space only, not the VMEM slot after it
         self.assertEqual(every[-1], {"bytes": 512, "values": "pred[]"})
+
+    def test_the_values_live_at_the_peak(self):
+        with tempfile.TemporaryDirectory() as d:
+            module = os.path.join(d, "module_0000.jit_step.after_optimizations")
+            for suffix, text in (("-memory-usage-report.txt", STEP),
+                                 ("-live-range.txt", LIVE_RANGE), (".txt", HLO)):
+                with open(module + suffix, "w") as f:
+                    f.write(text)
+            b = hbm_buffers(d, most=3)
+        self.assertEqual(b["peak_live_bytes"], 4069523460)  # every value, not only those shown
+        self.assertEqual(b["peak_live"], [
+            {"bytes": 2489319424, "value": "convert_bitcast_fusion.34{0}",
+             "shape": "f32[1,4096,151936]", "opcode": "fusion",
+             "op": "jit(step)/jvp()/convert_element_type"},
+            {"bytes": 1244659712, "value": "all-reduce.55", "shape": "bf16[4096,151936]",
+             "opcode": "all-reduce", "op": "jit(step)/transpose(jvp(...e,ev->...v))/dot_general"},
+            {"bytes": 301989888, "value": "while.790{1}", "shape": "bf16[9,1,4096,4096]",
+             "opcode": "while", "op": "jit(step)/jvp()/while"}])
+
+    def test_no_live_range_report_leaves_the_slots(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "m-memory-usage-report.txt"), "w") as f:
+                f.write(STEP)
+            self.assertNotIn("peak_live", hbm_buffers(d))
 
     def test_no_report_is_none(self):
         with tempfile.TemporaryDirectory() as d:

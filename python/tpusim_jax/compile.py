@@ -52,8 +52,9 @@ _UNITS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
     """The HBM side of XLA's buffer assignment, from the dump's memory-usage report of the
-    largest module: its heap (every slot, bytes) and its `most` largest slots, each with the
-    values that share it in turn (shapes as XLA prints them)."""
+    largest module: its heap (every slot, bytes), its `most` largest slots, each with the
+    values that share it in turn (shapes as XLA prints them), and the `most` largest values live
+    at the heap's peak (`peak_live`, from the module's live-range report)."""
     best = None
     for path in glob.glob(os.path.join(dump_dir, "*memory-usage-report.txt")):
         with open(path) as f:
@@ -73,7 +74,98 @@ def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
                               "values": m.group(4).strip().replace("\u00d7", " x ")})
         if best is None or int(total.group(1)) > best["heap_bytes"]:
             best = {"heap_bytes": int(total.group(1)), "largest": slots}
+            module = path[:-len("-memory-usage-report.txt")]
+            live = peak_live(module + "-live-range.txt", module + ".txt", most)
+            if live is not None:
+                best.update(live)
     return best
+
+
+# A value of the live-range report's peak: "    NAME{INDEX}: BYTES bytes (cumulative: ...)".
+_LIVE = re.compile(r"^\s+([\w.\-]+)\{([\d,]*)\}: (\d+) bytes")
+_PEAK = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
+
+
+def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
+    """XLA's values live at the heap's peak (its HloLiveRange report), the `most` largest each
+    with its shape, and the opcode and op_name of the instruction that defines it (from the HLO
+    of the same dump); None when the dump has no such report."""
+    if not os.path.exists(live_range_path):
+        return None
+    values, inside = [], False
+    with open(live_range_path) as f:
+        for line in f:
+            if _PEAK.match(line):
+                inside = True
+            elif inside:
+                m = _LIVE.match(line)
+                if not m:
+                    break
+                values.append((int(m.group(3)), m.group(1), m.group(2)))
+    if not inside:
+        return None
+    values.sort(key=lambda v: -v[0])
+    shapes = _defining_shapes(hlo_path, {name for _, name, _ in values[:most]})
+    live = []
+    for size, name, index in values[:most]:
+        shape, opcode, op = shapes.get(name, ("", "", ""))
+        if index and shape.startswith("("):
+            parts = _tuple_elements(shape)
+            if "," not in index and int(index) < len(parts):
+                shape = parts[int(index)]
+        live.append({"bytes": size, "value": name + (f"{{{index}}}" if index else ""),
+                     "shape": _without_layout(shape), "opcode": opcode, "op": op})
+    return {"peak_live_bytes": sum(v[0] for v in values), "peak_live": live}
+
+
+def _defining_shapes(hlo_path: str, names: set) -> dict:
+    """name -> (shape, opcode, op_name) of the instructions `names` in an HLO text file."""
+    found = {}
+    if not os.path.exists(hlo_path):
+        return found
+    with open(hlo_path) as f:
+        for line in f:
+            m = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = ", line)
+            if not m or m.group(1) not in names:
+                continue
+            rest = line[m.end():]
+            shape = rest[:_shape_end(rest)]
+            opcode = rest[len(shape):].split("(", 1)[0].strip()
+            op = re.search(r'op_name="([^"]*)"', line)
+            found[m.group(1)] = (shape, opcode, op.group(1).replace("\\'", "'") if op else "")
+    return found
+
+
+def _shape_end(text: str) -> int:
+    """Where the shape at the start of `text` ends (the space before the opcode)."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == " " and depth == 0:
+            return i
+    return len(text)
+
+
+def _tuple_elements(shape: str) -> list:
+    """The element shapes of a tuple shape "(a, b, ...)"."""
+    parts, depth, start = [], 0, 1
+    for i, c in enumerate(shape):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if (c == "," and depth == 1) or (c == ")" and depth == 0):
+            parts.append(re.sub(r"/\*.*?\*/", "", shape[start:i]).strip())
+            start = i + 1
+    return parts
+
+
+def _without_layout(shape: str) -> str:
+    """f32[1,4096,151936]{2,1,0:T(8,128)} -> f32[1,4096,151936]."""
+    return re.sub(r"\{[^{}]*(?:\([^()]*\)[^{}]*)*\}", "", shape)
 
 
 # What libtpu is told this host is, so that it does not probe for TPU metadata and warn; the

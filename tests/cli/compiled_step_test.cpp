@@ -180,18 +180,40 @@ TEST_F(Cli, ValidateTablesTheModelsPeakAgainstTheCompilers) {
 }
 
 // A compile that recorded XLA's buffer assignment (`buffers`, tests/jax/compile_step.sh checks it):
-// the report names the largest HBM slots beside the compiler's peak, in text and JSON.
-TEST_F(Cli, TheCompilersLargestBuffersAreListedBesideItsPeak) {
+// the report names the values live at the peak of XLA's heap beside the compiler's peak, in text
+// and JSON, and the JSON keeps the largest slots too.
+TEST_F(Cli, TheCompilersLiveBuffersAtItsPeakAreListedBesideIt) {
   const CmdResult r = run("run " + kData + "small.yaml --json " + path("s.json"));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  the TPU compiler's peak for the same step: 944.90 MiB\n  its largest "
-                       "HBM buffers (XLA's buffer assignment; values sharing a slot in turn): "
-                       "125.00 MiB f32[1,1024,32000]; 62.50 MiB bf16[1024,32000]; "),
+  EXPECT_NE(r.out.find("  the TPU compiler's peak for the same step: 944.90 MiB\n  live at the "
+                       "peak of its heap (XLA's live ranges; 578.12 MiB in all), the largest: "
+                       "32.00 MiB bf16[4,1,1024,4096] custom-call (broadcast.73); "),
             std::string::npos)
       << r.out;
+  EXPECT_EQ(r.out.find("its largest HBM buffers"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(slurp(path("s.json")));
+  ASSERT_EQ(j["compiled_peak_live"].size(), 8u);
+  EXPECT_EQ(j["compiled_peak_live"][3], "31.25 MiB f32[32000,256] parameter (p['embedding'])");
+  EXPECT_EQ(j["compiled_peak_live_bytes"], 606199870);
   ASSERT_EQ(j["compiled_largest_buffers"].size(), 8u);
   EXPECT_EQ(j["compiled_largest_buffers"][3], "32.00 MiB 5 x bf16[4,1,1024,4096]");
+}
+
+// An older compile without live ranges: the largest slots instead.
+TEST_F(Cli, WithoutLiveRangesTheCompilersLargestSlotsAreListed) {
+  nlohmann::json j = nlohmann::json::parse(slurp(kData + "small.json"));
+  j["buffers"].erase("peak_live");
+  j["buffers"].erase("peak_live_bytes");
+  std::ofstream(path("small.json")) << j.dump();
+  std::string yaml = slurp(kData + "small.yaml");
+  std::ofstream(path("small.model.yaml")) << slurp(kData + "small.model.yaml");
+  std::ofstream(path("small.yaml")) << yaml;
+  const CmdResult r = run("run " + path("small.yaml"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  its largest HBM buffers (XLA's buffer assignment; values sharing a slot "
+                       "in turn): 125.00 MiB f32[1,1024,32000]; 62.50 MiB bf16[1024,32000]; "),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace
