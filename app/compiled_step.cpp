@@ -43,6 +43,7 @@ CompiledStep load_compiled_step(const std::string& file) {
               {slot.at("bytes").get<int64_t>(), slot.at("values").get<std::string>()});
         if (b.contains("peak_live")) {
           c.peak_live_bytes = b.at("peak_live_bytes").get<int64_t>();
+          c.peak_live_parameter_bytes = b.at("peak_live_parameter_bytes").get<int64_t>();
           for (const nlohmann::json& v : b.at("peak_live"))
             c.peak_live.push_back({v.at("bytes").get<int64_t>(), v.at("shape").get<std::string>(),
                                    v.at("opcode").get<std::string>(),
@@ -84,6 +85,7 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
   for (const CompiledStep::Buffer& b : c.largest_buffers)
     p.compiled_largest_buffers.push_back(fmt::format("{} {}", format_bytes(b.bytes), b.values));
   p.compiled_peak_live_bytes = c.peak_live_bytes;
+  p.compiled_peak_live_parameter_bytes = c.peak_live_parameter_bytes;
   for (const CompiledStep::LiveValue& v : c.peak_live) {
     // The op_name without the jit(step)/ every value of the step shares.
     const std::string op = v.op.rfind("jit(step)/", 0) == 0 ? v.op.substr(10) : v.op;

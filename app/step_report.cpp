@@ -77,8 +77,10 @@ std::string peak_hbm_text(const StepPrediction& p) {
   const size_t shown = live > 0 ? 0 : std::min<size_t>(4, p.compiled_largest_buffers.size());
   if (live > 0)
     out += fmt::format(
-        "  live at the peak of its heap (XLA's live ranges; {} in all), the largest: {}\n",
+        "  live at the peak of its heap (XLA's live ranges): {}, of which the step's parameters "
+        "(weights, optimizer state) {}; the largest others: {}\n",
         format_bytes(p.compiled_peak_live_bytes),
+        format_bytes(p.compiled_peak_live_parameter_bytes),
         fmt::join(p.compiled_peak_live.begin(), p.compiled_peak_live.begin() + live, "; "));
   if (shown > 0)
     out += fmt::format(
@@ -191,6 +193,7 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
     if (!p.compiled_peak_live.empty()) {
       j["compiled_peak_live"] = p.compiled_peak_live;
       j["compiled_peak_live_bytes"] = p.compiled_peak_live_bytes;
+      j["compiled_peak_live_parameter_bytes"] = p.compiled_peak_live_parameter_bytes;
     }
   }
   if (p.compiled_program_s >= 0) j["compiled_program_s"] = p.compiled_program_s;

@@ -45,13 +45,15 @@ LIVE_RANGE = """HloLiveRange (max 7172):
     all-reduce.55{}: 1244659712 bytes (cumulative: 3733979136 bytes)
     while.790{1}: 301989888 bytes (cumulative: 4035969024 bytes)
     copy-start.153{0}: 33554432 bytes (cumulative: 4069523456 bytes)
-    multiply.507{}: 4 bytes (cumulative: 4069523460 bytes)
-  Stack trace breakdown for peak usage: 4 069 523 460 bytes
+    param.125{}: 21233664 bytes (cumulative: 4090757120 bytes)
+    multiply.507{}: 4 bytes (cumulative: 4090757124 bytes)
+  Stack trace breakdown for peak usage: 4 090 757 124 bytes
 """
 HLO = """HloModule jit_step
   %convert_bitcast_fusion.34 = (f32[1,4096,151936]{2,1,0:T(8,128)}, bf16[4096]{0:T(1024)(128)(2,1)S(1)}) fusion(%fusion.1931), kind=kLoop, calls=%c, metadata={op_name="jit(step)/jvp()/convert_element_type"}
   %all-reduce.55 = bf16[4096,151936]{1,0:T(8,128)(2,1)} all-reduce(%fusion.1913), channel_id=140, metadata={op_name="jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}
   %while.790 = (s32[]{:T(128)}, bf16[9,1,4096,4096]{3,2,1,0:T(8,128)(2,1)}, /*index=2*/f32[8]{0}) while(%tuple.1), condition=%c, body=%b, metadata={op_name="jit(step)/jvp()/while"}
+  %param.125 = f32[9,3,16,12288]{3,2,1,0:T(8,128)} parameter(125), metadata={op_name="mu[\\'gdn_wi_0\\']"}
   %copy-start.153 = (bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)S(1)}, bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)}, u32[]{:S(2)}) copy-start(%p)
 """
 
@@ -84,7 +86,8 @@ class HbmBuffers(unittest.TestCase):
                 with open(module + suffix, "w") as f:
                     f.write(text)
             b = hbm_buffers(d, most=3)
-        self.assertEqual(b["peak_live_bytes"], 4069523460)  # every value, not only those shown
+        self.assertEqual(b["peak_live_bytes"], 4090757124)  # every value, not only those shown
+        self.assertEqual(b["peak_live_parameter_bytes"], 21233664)  # listed apart
         self.assertEqual(b["peak_live"], [
             {"bytes": 2489319424, "value": "convert_bitcast_fusion.34{0}",
              "shape": "f32[1,4096,151936]", "opcode": "fusion",

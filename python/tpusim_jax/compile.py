@@ -53,8 +53,8 @@ _UNITS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
     """The HBM side of XLA's buffer assignment, from the dump's memory-usage report of the
     largest module: its heap (every slot, bytes), its `most` largest slots, each with the
-    values that share it in turn (shapes as XLA prints them), and the `most` largest values live
-    at the heap's peak (`peak_live`, from the module's live-range report)."""
+    values that share it in turn (shapes as XLA prints them), and what is live at the heap's peak
+    (`peak_live...`, from the module's live-range report)."""
     best = None
     for path in glob.glob(os.path.join(dump_dir, "*memory-usage-report.txt")):
         with open(path) as f:
@@ -87,9 +87,10 @@ _PEAK = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
 
 
 def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
-    """XLA's values live at the heap's peak (its HloLiveRange report), the `most` largest each
-    with its shape, and the opcode and op_name of the instruction that defines it (from the HLO
-    of the same dump); None when the dump has no such report."""
+    """XLA's values live at the heap's peak (its HloLiveRange report): their bytes, those of the
+    step's parameters (weights, optimizer state) among them, and the `most` largest of the others,
+    each with its shape, and the opcode and op_name of the instruction that defines it (from the
+    HLO of the same dump); None when the dump has no such report."""
     if not os.path.exists(live_range_path):
         return None
     values, inside = [], False
@@ -105,9 +106,10 @@ def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
     if not inside:
         return None
     values.sort(key=lambda v: -v[0])
-    shapes = _defining_shapes(hlo_path, {name for _, name, _ in values[:most]})
+    shapes = _defining_shapes(hlo_path, {name for _, name, _ in values})
+    parameters = [v for v in values if shapes.get(v[1], ("", ""))[1] == "parameter"]
     live = []
-    for size, name, index in values[:most]:
+    for size, name, index in [v for v in values if v not in parameters][:most]:
         shape, opcode, op = shapes.get(name, ("", "", ""))
         if index and shape.startswith("("):
             parts = _tuple_elements(shape)
@@ -115,7 +117,8 @@ def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
                 shape = parts[int(index)]
         live.append({"bytes": size, "value": name + (f"{{{index}}}" if index else ""),
                      "shape": _without_layout(shape), "opcode": opcode, "op": op})
-    return {"peak_live_bytes": sum(v[0] for v in values), "peak_live": live}
+    return {"peak_live_bytes": sum(v[0] for v in values),
+            "peak_live_parameter_bytes": sum(v[0] for v in parameters), "peak_live": live}
 
 
 def _defining_shapes(hlo_path: str, names: set) -> dict:

@@ -186,15 +186,18 @@ TEST_F(Cli, TheCompilersLiveBuffersAtItsPeakAreListedBesideIt) {
   const CmdResult r = run("run " + kData + "small.yaml --json " + path("s.json"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("  the TPU compiler's peak for the same step: 944.90 MiB\n  live at the "
-                       "peak of its heap (XLA's live ranges; 578.12 MiB in all), the largest: "
+                       "peak of its heap (XLA's live ranges): 578.12 MiB, of which the step's "
+                       "parameters (weights, optimizer state) 379.61 MiB; the largest others: "
                        "32.00 MiB bf16[4,1,1024,4096] custom-call (broadcast.73); "),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("its largest HBM buffers"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(slurp(path("s.json")));
   ASSERT_EQ(j["compiled_peak_live"].size(), 8u);
-  EXPECT_EQ(j["compiled_peak_live"][3], "31.25 MiB f32[32000,256] parameter (p['embedding'])");
+  EXPECT_EQ(j["compiled_peak_live"][3],
+            "15.62 MiB bf16[32000,256] convert (jvp()/convert_element_type)");
   EXPECT_EQ(j["compiled_peak_live_bytes"], 606199870);
+  EXPECT_EQ(j["compiled_peak_live_parameter_bytes"], 398049280);
   ASSERT_EQ(j["compiled_largest_buffers"].size(), 8u);
   EXPECT_EQ(j["compiled_largest_buffers"][3], "32.00 MiB 5 x bf16[4,1,1024,4096]");
 }
@@ -204,6 +207,7 @@ TEST_F(Cli, WithoutLiveRangesTheCompilersLargestSlotsAreListed) {
   nlohmann::json j = nlohmann::json::parse(slurp(kData + "small.json"));
   j["buffers"].erase("peak_live");
   j["buffers"].erase("peak_live_bytes");
+  j["buffers"].erase("peak_live_parameter_bytes");
   std::ofstream(path("small.json")) << j.dump();
   std::string yaml = slurp(kData + "small.yaml");
   std::ofstream(path("small.model.yaml")) << slurp(kData + "small.model.yaml");
