@@ -107,7 +107,8 @@ def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
         return None
     values.sort(key=lambda v: -v[0])
     shapes = _defining_shapes(hlo_path, {name for _, name, _ in values})
-    parameters = [v for v in values if shapes.get(v[1], ("", ""))[1] == "parameter"]
+    # The entry computation's parameters (a loop body's are values carried through the loop).
+    parameters = [v for v in values if shapes.get(v[1], ("", ""))[1] == "entry parameter"]
     live = []
     for size, name, index in [v for v in values if v not in parameters][:most]:
         shape, opcode, op = shapes.get(name, ("", "", ""))
@@ -122,18 +123,23 @@ def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
 
 
 def _defining_shapes(hlo_path: str, names: set) -> dict:
-    """name -> (shape, opcode, op_name) of the instructions `names` in an HLO text file."""
-    found = {}
+    """name -> (shape, opcode, op_name) of the instructions `names` in an HLO text file; the
+    entry computation's parameters have the opcode "entry parameter"."""
+    found, entry = {}, False
     if not os.path.exists(hlo_path):
         return found
     with open(hlo_path) as f:
         for line in f:
+            if not line.startswith(" "):  # a computation's header or its closing brace
+                entry = line.startswith("ENTRY ")
             m = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = ", line)
             if not m or m.group(1) not in names:
                 continue
             rest = line[m.end():]
             shape = rest[:_shape_end(rest)]
             opcode = rest[len(shape):].split("(", 1)[0].strip()
+            if entry and opcode == "parameter":
+                opcode = "entry parameter"
             op = re.search(r'op_name="([^"]*)"', line)
             found[m.group(1)] = (shape, opcode, op.group(1).replace("\\'", "'") if op else "")
     return found
