@@ -44,6 +44,7 @@ CompiledStep load_compiled_step(const std::string& file) {
         if (b.contains("peak_live")) {
           c.peak_live_bytes = b.at("peak_live_bytes").get<int64_t>();
           c.peak_live_parameter_bytes = b.at("peak_live_parameter_bytes").get<int64_t>();
+          c.peak_live_at = b.at("peak_live_at").get<std::string>();
           for (const nlohmann::json& v : b.at("peak_live"))
             c.peak_live.push_back({v.at("bytes").get<int64_t>(), v.at("shape").get<std::string>(),
                                    v.at("opcode").get<std::string>(),
@@ -86,6 +87,7 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
     p.compiled_largest_buffers.push_back(fmt::format("{} {}", format_bytes(b.bytes), b.values));
   p.compiled_peak_live_bytes = c.peak_live_bytes;
   p.compiled_peak_live_parameter_bytes = c.peak_live_parameter_bytes;
+  p.compiled_peak_live_at = c.peak_live_at;
   for (const CompiledStep::LiveValue& v : c.peak_live) {
     // The op_name without the jit(step)/ every value of the step shares.
     const std::string op = v.op.rfind("jit(step)/", 0) == 0 ? v.op.substr(10) : v.op;

@@ -27,15 +27,17 @@ struct CompiledStep {
     std::string values;
   };
   std::vector<Buffer> largest_buffers;
-  // What is live at the peak of XLA's heap (its live-range report), when recorded: all of it and
-  // the step's parameters (weights, optimizer state) among it, bytes, and the largest of the other
-  // values, each with its shape, and the opcode and op_name of the instruction that defines it.
+  // What is live in HBM at the step's peak (XLA's buffers over their live ranges), when recorded:
+  // all of it and the step's parameters (weights, optimizer state) among it, bytes, the
+  // instruction the peak is at, and the largest of the other values, each with its shape, and the
+  // opcode and op_name of the instruction that defines it.
   struct LiveValue {
     int64_t bytes = 0;
     std::string shape, opcode, op;
   };
   std::vector<LiveValue> peak_live;
   int64_t peak_live_bytes = -1, peak_live_parameter_bytes = 0;
+  std::string peak_live_at;
 };
 
 // Reads a compile-step result; a missing file, malformed JSON or another format is an Error

@@ -71,15 +71,15 @@ std::string peak_hbm_text(const StepPrediction& p) {
                        format_bytes(p.model_peak_hbm_bytes));
   else if (!p.compiled_verdict.empty())
     out += fmt::format("  the TPU compiler's peak for the same step: {}\n", p.compiled_verdict);
-  // What the compiler's peak is made of: the values live at it when the compile recorded them,
-  // else the four largest slots.
+  // What the compiler's peak is made of: what is live in HBM at it when the compile recorded its
+  // live ranges, else the four largest slots.
   const size_t live = std::min<size_t>(6, p.compiled_peak_live.size());
   const size_t shown = live > 0 ? 0 : std::min<size_t>(4, p.compiled_largest_buffers.size());
   if (live > 0)
     out += fmt::format(
-        "  live at the peak of its heap (XLA's live ranges): {}, of which the step's parameters "
-        "(weights, optimizer state) {}; the largest others: {}\n",
-        format_bytes(p.compiled_peak_live_bytes),
+        "  live in HBM at its peak (XLA's buffers over their live ranges, at {}): {}, of which the "
+        "step's parameters (weights, optimizer state) {}; the largest others: {}\n",
+        p.compiled_peak_live_at, format_bytes(p.compiled_peak_live_bytes),
         format_bytes(p.compiled_peak_live_parameter_bytes),
         fmt::join(p.compiled_peak_live.begin(), p.compiled_peak_live.begin() + live, "; "));
   if (shown > 0)
@@ -194,6 +194,7 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
       j["compiled_peak_live"] = p.compiled_peak_live;
       j["compiled_peak_live_bytes"] = p.compiled_peak_live_bytes;
       j["compiled_peak_live_parameter_bytes"] = p.compiled_peak_live_parameter_bytes;
+      j["compiled_peak_live_at"] = p.compiled_peak_live_at;
     }
   }
   if (p.compiled_program_s >= 0) j["compiled_program_s"] = p.compiled_program_s;

@@ -64,11 +64,12 @@ struct StepPrediction {
   // XLA's largest HBM buffer slots for the same step, when the compile recorded them: "2.32 GiB
   // f32[1,4096,151936]", each slot with the values that take it in turn.
   std::vector<std::string> compiled_largest_buffers;
-  // What is live at the peak of XLA's heap, when the compile recorded its live ranges: all of it
-  // and the step's parameters among it, bytes, and the largest other values: "2.32 GiB
-  // f32[1,4096,151936] fusion (jvp()/convert_element_type)".
+  // What is live in HBM at the compiled step's peak, when the compile recorded its live ranges:
+  // all of it and the step's parameters among it, bytes, the instruction it is at, and the
+  // largest other values: "2.32 GiB f32[1,4096,151936] fusion (jvp()/convert_element_type)".
   std::vector<std::string> compiled_peak_live;
   int64_t compiled_peak_live_bytes = -1, compiled_peak_live_parameter_bytes = 0;
+  std::string compiled_peak_live_at;
   std::string memory_source = "model";
   int64_t model_peak_hbm_bytes = -1;  // tpusim's own peak when the compiler's replaced it
   // The compiled step's own program (its optimized HLO, compiled with the run's XLA flags)

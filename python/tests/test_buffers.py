@@ -35,33 +35,49 @@ Total bytes: 1024 (1.00KiB)
     1.00KiB(100%);    1.00KiB;            0;                1; f32[256]
 """
 
-# The same module's live-range report at its peak and the instructions it names (C1's compiled
-# step, shortened: a tuple element with an index comment, a value without op_name).
-LIVE_RANGE = """HloLiveRange (max 7172):
+# The same module's buffer assignment, live ranges and optimized HLO (C1's compiled step,
+# shortened): the bf16 weight gradient and its all-reduce share one buffer (counted once), a host
+# value is left out, the entry's parameter is counted apart, a loop body's parameter is not one.
+ASSIGNMENT = """BufferAssignment:
+allocation 0: size 21233664, parameter 16, shape |f32[9,3,16,12288]| at ShapeIndex {}, maybe-live-out:
+ value: <18699 param.125 @0> (size=21233664,offset=0): f32[9,3,16,12288]{3,2,1,0:T(8,128)}
+allocation 1: size 10596866048, preallocated-temp:
+ value: <18877 convert_bitcast_fusion.34{0} @0> (size=2489319424,offset=3870064640): f32[1,4096,151936]{2,1,0:T(8,128)}
+ value: <19167 fusion.1913 @0> (size=1244659712,offset=6359384064): bf16[4096,151936]{1,0:T(8,128)(2,1)}
+ value: <19168 all-reduce.55 @0> (size=1244659712,offset=6359384064): bf16[4096,151936]{1,0:T(8,128)(2,1)}
+ value: <19842 while.790{1} (phi) @0> (size=301989888,offset=57278464): bf16[9,1,4096,4096]{3,2,1,0:T(8,128)(2,1)}
+ value: <19900 param.7 @0> (size=21233664,offset=0): f32[9,3,16,12288]{3,2,1,0:T(8,128)}
+allocation 2: size 4096, color 5:
+ value: <20001 copy-start.153{0} @0> (size=4096,offset=0): bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)S(5)}
+"""
+LIVE_RANGE = """HloLiveRange (max 20):
+  InstructionSequence:
+    0:param.125
+    12:fusion.1913
   BufferLiveRange:
-    constant.1179.clone.3{}:700-703
-  Live ranges at 1913 (peak):
+    param.125{}:0-20
+    convert_bitcast_fusion.34{0}:3-18
+    fusion.1913{}:12-12
+    all-reduce.55{}:12-20
+    while.790{1}:1-14
+    param.7{}:2-5
+    copy-start.153{0}:0-20
+  Live ranges at 12 (peak):
     convert_bitcast_fusion.34{0}: 2489319424 bytes (cumulative: 2489319424 bytes)
-    all-reduce.55{}: 1244659712 bytes (cumulative: 3733979136 bytes)
-    while.790{1}: 301989888 bytes (cumulative: 4035969024 bytes)
-    copy-start.153{0}: 33554432 bytes (cumulative: 4069523456 bytes)
-    param.125{}: 21233664 bytes (cumulative: 4090757120 bytes)
-    param.7{}: 21233664 bytes (cumulative: 4111990784 bytes)
-    multiply.507{}: 4 bytes (cumulative: 4111990788 bytes)
-  Stack trace breakdown for peak usage: 4 111 990 788 bytes
 """
 HLO = """HloModule jit_step
 
-%body (param.9: f32[8]) -> f32[8] {
+%body (param.7: f32[9,3,16,12288]) -> f32[8] {
   %param.7 = f32[9,3,16,12288]{3,2,1,0:T(8,128)} parameter(0)
 }
 
 ENTRY %main.156_spmd (param.125: f32[9,3,16,12288]) -> f32[8] {
-  %convert_bitcast_fusion.34 = (f32[1,4096,151936]{2,1,0:T(8,128)}, bf16[4096]{0:T(1024)(128)(2,1)S(1)}) fusion(%fusion.1931), kind=kLoop, calls=%c, metadata={op_name="jit(step)/jvp()/convert_element_type"}
-  %all-reduce.55 = bf16[4096,151936]{1,0:T(8,128)(2,1)} all-reduce(%fusion.1913), channel_id=140, metadata={op_name="jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}
-  %while.790 = (s32[]{:T(128)}, bf16[9,1,4096,4096]{3,2,1,0:T(8,128)(2,1)}, /*index=2*/f32[8]{0}) while(%tuple.1), condition=%c, body=%b, metadata={op_name="jit(step)/jvp()/while"}
   %param.125 = f32[9,3,16,12288]{3,2,1,0:T(8,128)} parameter(125), metadata={op_name="mu[\\'gdn_wi_0\\']"}
-  %copy-start.153 = (bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)S(1)}, bf16[1,4096,4096]{2,1,0:T(8,128)(2,1)}, u32[]{:S(2)}) copy-start(%p)
+  %convert_bitcast_fusion.34 = (f32[1,4096,151936]{2,1,0:T(8,128)}, bf16[4096]{0:T(1024)(128)(2,1)S(1)}) fusion(%fusion.1931), kind=kLoop, calls=%c, metadata={op_name="jit(step)/jvp()/convert_element_type"}
+  %fusion.1913 = bf16[4096,151936]{1,0:T(8,128)(2,1)} fusion(%a), kind=kOutput, calls=%d, metadata={op_name="jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}
+  %all-reduce.55 = bf16[4096,151936]{1,0:T(8,128)(2,1)} all-reduce(%fusion.1913), channel_id=140, metadata={op_name="jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}
+  %while.790 = (s32[]{:T(128)}, /*index=1*/bf16[9,1,4096,4096]{3,2,1,0:T(8,128)(2,1)}) while(%tuple.1), condition=%c, body=%b, metadata={op_name="jit(step)/jvp()/while"}
+}
 """
 
 
@@ -85,25 +101,26 @@ class HbmBuffers(unittest.TestCase):
         self.assertEqual(len(every), 5)  # the HBM space only, not the VMEM slot after it
         self.assertEqual(every[-1], {"bytes": 512, "values": "pred[]"})
 
-    def test_the_values_live_at_the_peak(self):
+    def test_what_is_live_in_hbm_at_the_peak(self):
         with tempfile.TemporaryDirectory() as d:
             module = os.path.join(d, "module_0000.jit_step.after_optimizations")
             for suffix, text in (("-memory-usage-report.txt", STEP),
+                                 ("-buffer-assignment.txt", ASSIGNMENT),
                                  ("-live-range.txt", LIVE_RANGE), (".txt", HLO)):
                 with open(module + suffix, "w") as f:
                     f.write(text)
-            b = hbm_buffers(d, most=3)
-        self.assertEqual(b["peak_live_bytes"], 4111990788)  # every value, not only those shown
-        # The entry's parameter apart, not the loop body's.
+            b = hbm_buffers(d, most=2)
+        # At 12: the parameter, the f32 logits, the gradient buffer (once), the stacked inputs.
+        self.assertEqual(b["peak_live_bytes"], 21233664 + 2489319424 + 1244659712 + 301989888)
+        self.assertEqual(b["peak_live_at"], "fusion.1913 (jit(step)/transpose(jvp(...e,ev->...v))"
+                                            "/dot_general)")
         self.assertEqual(b["peak_live_parameter_bytes"], 21233664)
         self.assertEqual(b["peak_live"], [
             {"bytes": 2489319424, "value": "convert_bitcast_fusion.34{0}",
              "shape": "f32[1,4096,151936]", "opcode": "fusion",
              "op": "jit(step)/jvp()/convert_element_type"},
-            {"bytes": 1244659712, "value": "all-reduce.55", "shape": "bf16[4096,151936]",
-             "opcode": "all-reduce", "op": "jit(step)/transpose(jvp(...e,ev->...v))/dot_general"},
-            {"bytes": 301989888, "value": "while.790{1}", "shape": "bf16[9,1,4096,4096]",
-             "opcode": "while", "op": "jit(step)/jvp()/while"}])
+            {"bytes": 1244659712, "value": "fusion.1913", "shape": "bf16[4096,151936]",
+             "opcode": "fusion", "op": "jit(step)/transpose(jvp(...e,ev->...v))/dot_general"}])
 
     def test_no_live_range_report_leaves_the_slots(self):
         with tempfile.TemporaryDirectory() as d:

@@ -75,51 +75,84 @@ def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
         if best is None or int(total.group(1)) > best["heap_bytes"]:
             best = {"heap_bytes": int(total.group(1)), "largest": slots}
             module = path[:-len("-memory-usage-report.txt")]
-            live = peak_live(module + "-live-range.txt", module + ".txt", most)
+            live = peak_live(module, most)
             if live is not None:
                 best.update(live)
     return best
 
 
-# A value of the live-range report's peak: "    NAME{INDEX}: BYTES bytes (cumulative: ...)".
-_LIVE = re.compile(r"^\s+([\w.\-]+)\{([\d,]*)\}: (\d+) bytes")
-_PEAK = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
+# A value of the buffer assignment: " value: <ID NAME{INDEX} [(phi)] @0> (size=S,offset=O): SHAPE".
+# (a value that is not a tuple element has no {INDEX}).
+_VALUE = re.compile(r"^ value: <\d+ ([\w.\-]+)(?:\{([\d,]*)\})?[^>]*> \(size=(\d+),offset=(\d+)\)")
+# A live range of the live-range report: "    NAME{INDEX}:START-END"; a position of its schedule:
+# "    N:NAME".
+_RANGE = re.compile(r"^\s+([\w.\-]+)\{([\d,]*)\}:(\d+)-(\d+)$")
+_POSITION = re.compile(r"^\s+(\d+):([\w.\-]+)$")
 
 
-def peak_live(live_range_path: str, hlo_path: str, most: int) -> dict | None:
-    """XLA's values live at the heap's peak (its HloLiveRange report): their bytes, those of the
-    step's parameters (weights, optimizer state) among them, and the `most` largest of the others,
-    each with its shape, and the opcode and op_name of the instruction that defines it (from the
-    HLO of the same dump); None when the dump has no such report."""
-    if not os.path.exists(live_range_path):
+def peak_live(module: str, most: int) -> dict | None:
+    """What is live in HBM at the peak of the step (dump files MODULE-buffer-assignment.txt,
+    MODULE-live-range.txt and MODULE.txt): XLA's values, each in its buffer (values sharing one
+    counted once), swept over their live ranges in the schedule; their bytes at the peak, those of
+    the step's parameters (weights, optimizer state) among them, the instruction the peak is at,
+    and the `most` largest of the others, each with its shape, and the opcode and op_name of the
+    instruction that defines it.
+    Values in other memory spaces (VMEM, host) are left out. None without those reports."""
+    assignment, ranges = module + "-buffer-assignment.txt", module + "-live-range.txt"
+    if not (os.path.exists(assignment) and os.path.exists(ranges)):
         return None
-    values, inside = [], False
-    with open(live_range_path) as f:
+    buffer_of, hbm, allocation = {}, True, ""
+    with open(assignment) as f:
         for line in f:
-            if _PEAK.match(line):
-                inside = True
-            elif inside:
-                m = _LIVE.match(line)
-                if not m:
-                    break
-                values.append((int(m.group(3)), m.group(1), m.group(2)))
-    if not inside:
-        return None
-    values.sort(key=lambda v: -v[0])
-    shapes = _defining_shapes(hlo_path, {name for _, name, _ in values})
+            if line.startswith("allocation "):
+                allocation, hbm = line.split(":")[0], not re.search(r", color [1-9]", line)
+            elif hbm and (m := _VALUE.match(line)):
+                key = (m.group(1), m.group(2) or "")
+                buffer_of[key] = (allocation, int(m.group(4)), int(m.group(3)))
+    events = collections.defaultdict(list)  # schedule position -> (buffer, +1 or -1, value)
+    schedule = {}
+    with open(ranges) as f:
+        for line in f:
+            if p := _POSITION.match(line):
+                schedule[int(p.group(1))] = p.group(2)
+                continue
+            m = _RANGE.match(line)
+            if m and (key := (m.group(1), m.group(2))) in buffer_of:
+                events[int(m.group(3))].append((buffer_of[key], 1, key))
+                events[int(m.group(4)) + 1].append((buffer_of[key], -1, key))
+    users, live, total, peak = collections.Counter(), {}, 0, (-1, {}, -1)
+    for t in sorted(events):
+        for buffer, step, key in events[t]:
+            users[buffer] += step
+            if step > 0 and users[buffer] == 1:
+                total += buffer[2]
+                live[buffer] = key
+            elif step < 0 and users[buffer] == 0:
+                total -= buffer[2]
+                live.pop(buffer, None)
+        if total > peak[0]:
+            peak = (total, dict(live), t)
+    values = sorted(((b[2],) + key for b, key in peak[1].items()), key=lambda v: -v[0])
+    at = schedule.get(peak[2], "")
+    shapes = _defining_shapes(module + ".txt", {name for _, name, _ in values} | {at})
     # The entry computation's parameters (a loop body's are values carried through the loop).
     parameters = [v for v in values if shapes.get(v[1], ("", ""))[1] == "entry parameter"]
-    live = []
+    listed = []
     for size, name, index in [v for v in values if v not in parameters][:most]:
         shape, opcode, op = shapes.get(name, ("", "", ""))
         if index and shape.startswith("("):
             parts = _tuple_elements(shape)
             if "," not in index and int(index) < len(parts):
                 shape = parts[int(index)]
-        live.append({"bytes": size, "value": name + (f"{{{index}}}" if index else ""),
-                     "shape": _without_layout(shape), "opcode": opcode, "op": op})
-    return {"peak_live_bytes": sum(v[0] for v in values),
-            "peak_live_parameter_bytes": sum(v[0] for v in parameters), "peak_live": live}
+        listed.append({"bytes": size, "value": name + (f"{{{index}}}" if index else ""),
+                       "shape": _without_layout(shape), "opcode": opcode, "op": op})
+    return {"peak_live_bytes": peak[0], "peak_live_at": at + _op_suffix(shapes.get(at)),
+            "peak_live_parameter_bytes": sum(v[0] for v in parameters), "peak_live": listed}
+
+
+def _op_suffix(defined) -> str:
+    """" (OP_NAME)" of a _defining_shapes entry, or nothing."""
+    return f" ({defined[2]})" if defined and defined[2] else ""
 
 
 def _defining_shapes(hlo_path: str, names: set) -> dict:

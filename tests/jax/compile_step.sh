@@ -9,8 +9,8 @@
 # records XLA's largest HBM buffers, from which the memory model's loss working set is re-derived
 # (models/memory/memory_model.cpp): the logits cast to f32 (f32[1,1024,32000]) and two bf16 arrays
 # of 1024 x 32000 (the bf16 logits and the gathered output projection) in slots of their own, the
-# bytes tpusim's peak item counts. It also records the values live at the peak of XLA's heap,
-# which `tpusim run` lists beside the compiler's peak.
+# bytes tpusim's peak item counts. It also records what is live in HBM at the step's peak, which
+# `tpusim run` lists beside the compiler's peak.
 # Usage: compile_step.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
@@ -56,8 +56,7 @@ expect_refusal() {
 }
 cp "$data/small.yaml" "$data/small.model.yaml" "$dir/"
 "$tpusim" run "$dir/small.yaml" --json "$dir/run.json" >"$dir/run" 2>&1
-grep -q "live at the peak of its heap (XLA's live ranges; [0-9.]* MiB in all), the largest: " \
-  "$dir/run"
+grep -q "live in HBM at its peak (XLA's buffers over their live ranges, at .*), of which" "$dir/run"
 $py - "$dir/small.json" "$dir/run.json" <<'PY'
 import json, sys
 slots = json.load(open(sys.argv[1]))["buffers"]["largest"]
