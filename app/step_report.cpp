@@ -291,21 +291,25 @@ std::string compiled_memory_markdown(const std::vector<std::pair<Scenario, StepP
       "\n## Peak HBM: tpusim's memory model against the TPU compiler\n\n"
       "Each scenario's step as MaxText runs it (`tpusim export maxtext`), compiled for its "
       "topology by `python -m tpusim_jax compile-step` (scripts/compile_scenarios.sh): XLA's own "
-      "buffer assignment per chip. Neither is a measurement.\n\n"
-      "| scenario | tpusim's peak | fits | compiler's peak | fits | difference | compiled for "
-      "|\n|---|---|---|---|---|---|---|\n";
+      "buffer assignment per chip, and what of it is live in HBM at the step's peak when the "
+      "compile recorded its live ranges (docs/compiler_import.md). Neither is a measurement.\n\n"
+      "| scenario | tpusim's peak | fits | compiler's peak | fits | difference | live at its peak "
+      "| difference | compiled for |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [s, p] : all) {
     const int64_t model = p.memory_source == "compiler" ? p.model_peak_hbm_bytes : p.peak_hbm_bytes;
     const bool model_fits = model <= p.hbm_capacity_bytes;
-    const std::string diff =
-        p.compiled_peak_hbm_bytes > 0
-            ? fmt::format("{:+.0f}%", 100.0 * (static_cast<double>(model) /
-                                                   static_cast<double>(p.compiled_peak_hbm_bytes) -
-                                               1))
-            : "-";
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(s.name), format_bytes(model),
-                       model_fits ? "yes" : "no", cell(p.compiled_verdict),
-                       p.compiled_fits ? "yes" : "no", diff, s.compiled->topology);
+    auto diff = [&](int64_t compiled) {
+      return compiled > 0
+                 ? fmt::format(
+                       "{:+.0f}%",
+                       100.0 * (static_cast<double>(model) / static_cast<double>(compiled) - 1))
+                 : "-";
+    };
+    const int64_t live = p.compiled_peak_live_bytes;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(s.name),
+                       format_bytes(model), model_fits ? "yes" : "no", cell(p.compiled_verdict),
+                       p.compiled_fits ? "yes" : "no", diff(p.compiled_peak_hbm_bytes),
+                       live > 0 ? format_bytes(live) : "-", diff(live), s.compiled->topology);
   }
   return out;
 }

@@ -89,7 +89,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPrediction, step_time_s, tokens_per_s_per
                                    model_flops_per_chip, tflops_per_s_per_chip, mfu, parts, memory,
                                    peak_hbm_bytes, hbm_capacity_bytes, fits_hbm,
                                    compiled_peak_hbm_bytes, compiled_fits, compiled_verdict,
-                                   memory_source, model_peak_hbm_bytes, compiled_program_s)
+                                   memory_source, model_peak_hbm_bytes, compiled_program_s,
+                                   compiled_peak_live_bytes)
 
 Validation validate(const std::vector<std::string>& paths, int jobs,
                     const ValidationProgress& progress) {
