@@ -31,6 +31,9 @@ committed, fresh = (json.load(open(p)) for p in sys.argv[1:])
 for key in ("maxtext_args", "topology", "fits", "memory", "message", "slices_compiled",
             "libtpu_init_args"):
     assert committed.get(key) == fresh.get(key), (key, committed.get(key), fresh.get(key))
+# The buffer assignment and what is live at the peak, where the committed result records them.
+if "buffers" in committed:
+    assert committed["buffers"] == fresh["buffers"], (committed["buffers"], fresh["buffers"])
 PY
   if [ "$s" = small_oom ]; then grep -q "does not fit: RESOURCE_EXHAUSTED" "$dir/err"; fi
 done
