@@ -187,10 +187,11 @@ TEST(Memory, SmallModelByHand) {
   const int64_t P = 4 * layer + 2 * 32768 * 1024 + 1024;
   ASSERT_GE(p.memory.size(), 5u);
   EXPECT_EQ(p.memory[0].bytes, 4 * P / 8);            // f32 parameters
-  EXPECT_EQ(p.memory[1].bytes, 4 * P / 8);            // f32 gradients
-  EXPECT_EQ(p.memory[2].bytes, 8 * P / 8);            // AdamW moments
+  EXPECT_EQ(p.memory[1].bytes, 8 * P / 8);            // AdamW moments
+  EXPECT_EQ(p.memory[2].bytes, 2 * P / 8);            // the weights' bf16 copy
   EXPECT_EQ(p.memory[3].bytes, 4 * 2048 * 1024 * 2);  // layer inputs, bf16
-  // The logits (bf16 and their f32 copy) and the gathered output projection (bf16) dominate.
+  // The logits (bf16 and their f32 copy) and the gathered output projection (bf16) dominate; the
+  // gradients are not live beside them.
   EXPECT_EQ(p.memory.back().bytes, 2048LL * 32768 * (2 + 4) + 1024LL * 32768 * 2);
   int64_t sum = 0;
   for (const MemoryItem& m : p.memory) sum += m.bytes;
@@ -203,18 +204,22 @@ TEST(Memory, SmallModelByHand) {
   EXPECT_EQ(off.memory[3].bytes, 4 * 2048 * 1024 * 2);
   EXPECT_EQ(off.peak_hbm_bytes, p.peak_hbm_bytes - off.memory[3].bytes);
   EXPECT_DOUBLE_EQ(off.step_time_s, p.step_time_s);  // the transfers are not modelled
-  // bf16 weights: parameters, gradients and moments at 2 bytes; vocabulary tiling 4: the logits
-  // and their gradient for a quarter of the tokens at a time.
+  // bf16 weights: parameters, gradients and moments at 2 bytes, no bf16 copy; vocabulary tiling
+  // 4: the logits and their gradient for a quarter of the tokens at a time.
   StepConfig small = c;
   small.weight_dtype = DType::bf16;
   small.vocab_tiles = 4;
   const StepPrediction s = predict_step(small);
   EXPECT_EQ(s.memory[0].bytes, 2 * P / 8);
-  EXPECT_EQ(s.memory[2].bytes, 4 * P / 8);
+  EXPECT_EQ(s.memory[1].bytes, 4 * P / 8);
+  EXPECT_EQ(s.memory[2].what.rfind("saved layer inputs", 0), 0u);
   // A quarter of the logits (67 MB) is now below a layer's backward: its recomputed activations
-  // (2048 rows x (4 E + 3 qkv + 3 x 2 MLP) columns, bf16) and two layers of bf16 weights.
-  EXPECT_EQ(s.memory.back().what, "peak: a layer's backward (activations) + gathered weights");
-  EXPECT_EQ(s.memory.back().bytes, 2048LL * 2 * (4 * 1024 + 3 * 3072 + 6 * 4096) + 4 * layer);
+  // (2048 rows x (4 E + 3 qkv + 3 x 2 MLP) columns, bf16), the gradients (bf16, sharded) and
+  // two layers of bf16 weights.
+  EXPECT_EQ(s.memory.back().what,
+            "peak: a layer's backward (activations) + the gradients + gathered weights");
+  EXPECT_EQ(s.memory.back().bytes,
+            2048LL * 2 * (4 * 1024 + 3 * 3072 + 6 * 4096) + 2 * P / 8 + 4 * layer);
   small.vocab_tiles = 3;  // 2048 tokens do not split in three
   EXPECT_THROW(predict_step(small), Error);
   // Tensor parallelism 2: each group of two chips works on 2 x 2 sequences, and the residual
