@@ -19,24 +19,28 @@ constexpr int64_t kBf16 = byte_size(DType::bf16), kF32 = byte_size(DType::f32);
 // The FSDP all-gather holds the running layer's weights and the next layer's, prefetched.
 constexpr int64_t kGatheredLayers = 2;
 
+// The model's parameters in `t`, sharded as the weights are.
+int64_t sharded_params_bytes(const StepConfig& c, DType t) {
+  return byte_size(t) * c.model.params() / c.mesh.weight_shards();
+}
+
 // Parameters and AdamW moments (sharded), the weights' bf16 copy, and the saved layer inputs.
 // The gradients are not among them: XLA allocates their accumulators for the backward layer loop,
 // after the loss (memory_model below).
 void persistent_items(const StepConfig& c, const LocalSizes& l, int64_t Et,
                       std::vector<MemoryItem>& items) {
   const ModelConfig& m = c.model;
-  const int64_t shards = c.mesh.weight_shards(), P = m.params();
   const std::string wt(name(c.weight_dtype));
-  const int64_t wb = byte_size(c.weight_dtype);
-  items.push_back({fmt::format("parameters ({}, sharded)", wt), wb * P / shards});
-  items.push_back({fmt::format("AdamW moments (2 x {}, sharded)", wt), 2 * wb * P / shards});
+  const int64_t weights = sharded_params_bytes(c, c.weight_dtype);
+  items.push_back({fmt::format("parameters ({}, sharded)", wt), weights});
+  items.push_back({fmt::format("AdamW moments (2 x {}, sharded)", wt), 2 * weights});
   // XLA casts the whole layer stack's weights to bf16 once, outside the layer loops, and keeps
   // the copy through both: at their peaks the compiled B1 v6e-8 main and B5 #9 steps hold 1.58
   // and 1.99 GiB of stacked bf16 weights ([8, 512, 12288], [80, 128, 28672], ...) for 1.58 and
   // 2.05 GiB of sharded weights in bf16 (docs/compiler_import.md, "What is live at the peak").
   if (c.weight_dtype != DType::bf16)
-    items.push_back(
-        {"the weights' bf16 copy (sharded), cast outside the layer loops", kBf16 * P / shards});
+    items.push_back({"the weights' bf16 copy (sharded), cast outside the layer loops",
+                     sharded_params_bytes(c, DType::bf16)});
   items.push_back({fmt::format("saved layer inputs ({} x [{}, {}] bf16)", m.layers, l.tokens, Et),
                    m.layers * l.tokens * Et * kBf16,
                    c.remat[A::decoder_layer_input] != Placement::offload});
@@ -145,8 +149,7 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // The gradient accumulators (sharded, in the weight dtype) are live through the backward layer
   // loop only: B5 #9's compiled step could not hold them beside its logits and stay within its
   // heap (docs/compiler_import.md, "What is live at the peak").
-  const int64_t gradients = byte_size(c.weight_dtype) * m.params() / c.mesh.weight_shards();
-  const int64_t backward_ws = std::max(dense_ws, gdn_ws) + gradients;
+  const int64_t backward_ws = std::max(dense_ws, gdn_ws) + sharded_params_bytes(c, c.weight_dtype);
   int64_t layer_ws = backward_ws + kGatheredLayers * layer_weights;
   // XLA's scheduler keeps a gather's buffer live from its start to its use, so prefetching costs
   // a layer of HBM; the compiled C5 #14 step (over HBM with it) gathers synchronously in its

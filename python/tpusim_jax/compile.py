@@ -53,8 +53,8 @@ _UNITS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
     """The HBM side of XLA's buffer assignment, from the dump's memory-usage report of the
     largest module: its heap (every slot, bytes), its `most` largest slots, each with the
-    values that share it in turn (shapes as XLA prints them), and what is live at the heap's peak
-    (`peak_live...`, from the module's live-range report)."""
+    values that share it in turn (shapes as XLA prints them), and what is live in HBM at the
+    step's peak (`peak_live...`, see peak_live)."""
     best = None
     for path in glob.glob(os.path.join(dump_dir, "*memory-usage-report.txt")):
         with open(path) as f:
@@ -136,9 +136,10 @@ def peak_live(module: str, most: int) -> dict | None:
     at = schedule.get(peak[2], "")
     shapes = _defining_shapes(module + ".txt", {name for _, name, _ in values} | {at})
     # The entry computation's parameters (a loop body's are values carried through the loop).
-    parameters = [v for v in values if shapes.get(v[1], ("", ""))[1] == "entry parameter"]
+    is_parameter = [shapes.get(v[1], ("", ""))[1] == "entry parameter" for v in values]
+    others = [v for v, parameter in zip(values, is_parameter) if not parameter]
     listed = []
-    for size, name, index in [v for v in values if v not in parameters][:most]:
+    for size, name, index in others[:most]:
         shape, opcode, op = shapes.get(name, ("", "", ""))
         if index and shape.startswith("("):
             parts = _tuple_elements(shape)
@@ -146,13 +147,10 @@ def peak_live(module: str, most: int) -> dict | None:
                 shape = parts[int(index)]
         listed.append({"bytes": size, "value": name + (f"{{{index}}}" if index else ""),
                        "shape": _without_layout(shape), "opcode": opcode, "op": op})
-    return {"peak_live_bytes": peak[0], "peak_live_at": at + _op_suffix(shapes.get(at)),
-            "peak_live_parameter_bytes": sum(v[0] for v in parameters), "peak_live": listed}
-
-
-def _op_suffix(defined) -> str:
-    """" (OP_NAME)" of a _defining_shapes entry, or nothing."""
-    return f" ({defined[2]})" if defined and defined[2] else ""
+    at_op = shapes.get(at, ("", "", ""))[2]
+    return {"peak_live_bytes": peak[0], "peak_live_at": at + (f" ({at_op})" if at_op else ""),
+            "peak_live_parameter_bytes": peak[0] - sum(v[0] for v in others),
+            "peak_live": listed}
 
 
 def _defining_shapes(hlo_path: str, names: set) -> dict:
