@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <string_view>
 
 #include "app/hlo_import.h"
 #include "app/report.h"
@@ -90,7 +91,8 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
   p.compiled_peak_live_at = c.peak_live_at;
   for (const CompiledStep::LiveValue& v : c.peak_live) {
     // The op_name without the jit(step)/ every value of the step shares.
-    const std::string op = v.op.rfind("jit(step)/", 0) == 0 ? v.op.substr(10) : v.op;
+    constexpr std::string_view kStep = "jit(step)/";
+    const std::string op = v.op.rfind(kStep, 0) == 0 ? v.op.substr(kStep.size()) : v.op;
     const std::string what = fmt::format("{} {} {}", format_bytes(v.bytes), v.shape, v.opcode);
     p.compiled_peak_live.push_back(op.empty() ? what : fmt::format("{} ({})", what, op));
   }

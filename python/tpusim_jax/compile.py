@@ -55,7 +55,7 @@ def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
     largest module: its heap (every slot, bytes), its `most` largest slots, each with the
     values that share it in turn (shapes as XLA prints them), and what is live in HBM at the
     step's peak (`peak_live...`, see peak_live)."""
-    best = None
+    best, best_path = None, ""
     for path in glob.glob(os.path.join(dump_dir, "*memory-usage-report.txt")):
         with open(path) as f:
             lines = f.read().splitlines()
@@ -73,11 +73,11 @@ def hbm_buffers(dump_dir: str, most: int = 8) -> dict | None:
                 slots.append({"bytes": round(float(m.group(1)) * _UNITS[m.group(2)]),
                               "values": m.group(4).strip().replace("\u00d7", " x ")})
         if best is None or int(total.group(1)) > best["heap_bytes"]:
-            best = {"heap_bytes": int(total.group(1)), "largest": slots}
-            module = path[:-len("-memory-usage-report.txt")]
-            live = peak_live(module, most)
-            if live is not None:
-                best.update(live)
+            best, best_path = {"heap_bytes": int(total.group(1)), "largest": slots}, path
+    # The sweep reads the largest module's reports only.
+    live = peak_live(best_path[:-len("-memory-usage-report.txt")], most) if best else None
+    if live is not None:
+        best.update(live)
     return best
 
 
