@@ -57,6 +57,11 @@ Calibration calibrate(const CalibrationProgress& progress) {
   }
   c.vector_scale = fit_vector_rate_scale(repo_path(kC3 + "c3_01_v6e_llama3.1-8b.yaml"), engine);
   done("v6e vector rate on C3 #1");
+  c.slices = load_slice_table();
+  c.dcn_slice_latency = fit_dcn_slice_latency(c.slices, engine);
+  predict(c.slices, c.dcn_slice_latency.value, engine);
+  done(fmt::format("DCN slice latency on C5 #41's drop over 32 slices: {:.4g} ms",
+                   c.dcn_slice_latency.value * 1e3));
   const ChipSpec fitted = with_constants(v5e, engine);
   predict(fitted, c.matmul);
   predict(fitted, c.blind_matmul);
@@ -66,7 +71,8 @@ Calibration calibrate(const CalibrationProgress& progress) {
                collective_calibration_markdown(engine.collectives, c.gather) +
                inverse_calibration_markdown(c.row_solve_step, c.inverse) +
                step_calibration_markdown(c.fill_drain, c.vector_scale, engine,
-                                         repo_path(kC3 + "c3_07_v6e_llama3.1-70b.yaml"));
+                                         repo_path(kC3 + "c3_07_v6e_llama3.1-70b.yaml")) +
+               dcn_calibration_markdown(c.dcn_slice_latency, c.slices);
   return c;
 }
 
@@ -82,6 +88,10 @@ std::vector<std::string> stage_calibration(const Calibration& c, OutputFiles& fi
       c.row_solve_step,
       "C4's forward time ratio, doubling inverse over solve_triangular "
       "(c4_gdn_inverse.yaml, v6e at B1's layer shape; its backward ratio checks it)"));
+  values.push_back(calibrated_value(
+      c.dcn_slice_latency,
+      "C5 #41's drop from 1 to 32 v5e-256 slices: c5_41_v5e-256x32_maxtext-16b.yaml over "
+      "c3_41_v5e_maxtext-16b.yaml tflops_per_chip (2, 4, 8 and 16 slices check it)"));
   const std::string shared = (chips / "shared.yaml").string();
   const std::string chip_file = (chips / (c.vector_scale.chip + ".yaml")).string();
   const std::string docs = repo_path("docs/calibration.md");
@@ -122,7 +132,13 @@ std::string Calibration::summary() const {
                        f.value, f.chip, std::filesystem::path(f.scenario_file).filename().string(),
                        f.metric, f.measured, f.predicted);
   };
-  out += step(fill_drain) + step(row_solve_step) + step(vector_scale);
+  out += step(fill_drain) + step(row_solve_step) + step(vector_scale) + step(dcn_slice_latency);
+  for (const SliceRow& r : slices.rows)
+    if (r.file != dcn_slice_latency.scenario_file && r.slices > 1)
+      out += fmt::format(
+          "  check, not fitted: C5 #41 over {} slices measured {:.4g} TFLOP/s, "
+          "predicted {:.4g} ({:+.1f}%)\n",
+          r.slices, r.measured_tflops, r.predicted_tflops, r.error_pct());
   for (const InverseRatioRow& r : inverse.rows)
     if (r.pass != "forward")
       out += fmt::format(

@@ -118,8 +118,8 @@ std::string step_calibration_markdown(const StepConstantFit& fill_drain,
   std::string out = "## Whole-step constants, fitted on measured training steps\n\n";
   out +=
       "The step model adds these two and the cross-lane latency above: the three calibrated "
-      "constants it may have (issue 14). "
-      "docs/validation.md\nshows every calibration row against the model with them.\n\n";
+      "constants issue 14 allows it. The DCN slices' latency below is the first of issue 15's "
+      "three. docs/validation.md\nshows every calibration row against the model with them.\n\n";
   out += "| constant | chip | fitted value | fitted on | meaning |\n|---|---|---|---|---|\n";
   out += fmt::format(
       "| `{}` | {} | {:.4g} ({} cycles on a {}-wide MXU) | `{}` {} (measured {:.4g} s, "

@@ -77,6 +77,9 @@ struct ChipSpec {
   double ici_hop_latency_s = 0;
   double ici_efficiency = 1;  // achieved fraction of the links' bandwidth in a collective
   double dcn_bytes_per_s_per_chip = 0;
+  // What each slice adds to a reduction over DCN beyond its bandwidth, per step of a ring over
+  // the slices (calibrated; no public figure).
+  double dcn_slice_latency_s = 0;
   // Slices: hosts hold chips_per_host chips; a slice spans whole hosts (or part of one) and at
   // most max_slice_chips (a pod on v5e/v6e).
   int64_t chips_per_host = 1;

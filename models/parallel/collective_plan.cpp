@@ -135,21 +135,25 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
 CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backward_s) {
   const ModelConfig& m = c.model;
   const MeshAxis axis{"data", c.mesh.data, false, 1, true};
-  auto all_reduce = [&](int64_t params) {
-    return collective_seconds(c.chip,
-                              {CollectiveKind::all_reduce,
-                               byte_size(DType::bf16) * params / c.mesh.weight_shards(), axis});
+  auto all_reduce = [&](int64_t params) -> Collective {
+    return {CollectiveKind::all_reduce, byte_size(DType::bf16) * params / c.mesh.weight_shards(),
+            axis};
   };
   // The compiled multi-slice step (docs/compiler_import.md, "Data parallelism over DCN"): each
   // scanned iteration's gradient shard is all-reduced over the slices in bf16, its sends issued
-  // at the start of the next iteration of the backward loop, so it hides behind that iteration's
-  // backward; the last iteration's and the embedding's and logits' run after the loop.
+  // at the start of the next iteration of the backward loop and received at its end, so it hides
+  // behind that iteration's backward; the last iteration's and the embedding's and logits' are
+  // sent together after the loop, paying the slices' latency once.
   const int64_t trips = m.scanned_iterations();
-  const double per_iteration = all_reduce((m.params() - m.embedding_params() - m.d_model) / trips);
-  const double embedding = all_reduce(m.embedding_params() + m.d_model);
+  const Collective layer = all_reduce((m.params() - m.embedding_params() - m.d_model) / trips);
+  const Collective embedding = all_reduce(m.embedding_params() + m.d_model);
+  const double per_iteration = collective_seconds(c.chip, layer);
+  const double embedding_links =
+      collective_seconds(c.chip, embedding) - collective_latency_seconds(c.chip, embedding);
   const double hidden_behind = layers_backward_s / trips;
-  return {trips * per_iteration + embedding,
-          (trips - 1) * std::max(0.0, per_iteration - hidden_behind) + per_iteration + embedding};
+  return {
+      trips * per_iteration + embedding_links,
+      (trips - 1) * std::max(0.0, per_iteration - hidden_behind) + per_iteration + embedding_links};
 }
 
 MeshAxis context_axis(const StepConfig& c) { return c.axis("context", c.mesh.context, false); }

@@ -11,7 +11,7 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
   const double bytes = static_cast<double>(c.bytes);
   if (c.axis.dcn) {
     const double share = c.kind == CollectiveKind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
-    return share * bytes / chip.dcn_bytes_per_s_per_chip;
+    return share * bytes / chip.dcn_bytes_per_s_per_chip + collective_latency_seconds(chip, c);
   }
   // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
   // An axis over several torus dimensions drives each dimension's links at once.
@@ -37,6 +37,13 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
     }
   }
   return 0;
+}
+
+double collective_latency_seconds(const ChipSpec& chip, const Collective& c) {
+  const double n = static_cast<double>(c.axis.size);
+  if (!c.axis.dcn || n <= 1 || c.bytes <= 0) return 0;
+  const double ring_steps = c.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
+  return ring_steps * chip.dcn_slice_latency_s;
 }
 
 }  // namespace tpusim

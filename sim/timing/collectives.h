@@ -9,6 +9,13 @@
 
 namespace tpusim {
 
+// The collective's time alone on its links, latencies included.
 double collective_seconds(const ChipSpec& chip, const Collective& c);
+
+// The part of collective_seconds that does not hold the links: on DCN the slices' latency, one
+// per step of a ring over the slices (2 (N - 1) for an all-reduce, N - 1 otherwise), so that
+// reductions issued together pay it once. On ICI the hop latency stays in the links' time, as
+// it was fitted (the v5e AllGather), so this is 0.
+double collective_latency_seconds(const ChipSpec& chip, const Collective& c);
 
 }  // namespace tpusim

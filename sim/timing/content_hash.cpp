@@ -119,19 +119,21 @@ Digest content_hash(const Kernel& k) {
   return h.digest();
 }
 
-static_assert(field_count<ChipSpec>() == 39, "ChipSpec changed: hash the new field");
+static_assert(field_count<ChipSpec>() == 40, "ChipSpec changed: hash the new field");
 Digest content_hash(const ChipSpec& c) {
   Hasher h;
   h(c.name), h(c.clock_hz), h(c.tensorcores), h(c.megacore_split), h(c.mxus_per_core);
   h(c.mxu_dim), h(c.mxu_fill_drain_per_dim), h(c.mxu_fill_drain_cycles), h(c.peak_bf16_flops);
   h(c.peak_int8_ops), h(c.vpu_simple_per_cycle), h(c.vpu_divide_per_cycle);
   h(c.vpu_transcendental_per_cycle), h(c.vpu_cross_lane_per_cycle), h(c.vector_rate_scale);
-  h(c.vpu_latency_cycles), h(c.xla_row_solve_step_cycles), h(c.xla_row_solve_step_scale), h(c.vpu_cast_ops_per_vreg);
+  h(c.vpu_latency_cycles), h(c.xla_row_solve_step_cycles), h(c.xla_row_solve_step_scale),
+      h(c.vpu_cast_ops_per_vreg);
   h(c.vmem_bytes), h(c.scoped_vmem_bytes), h(c.hbm_bytes), h(c.hbm_bytes_per_s);
   h(c.hbm_efficiency), h(c.dma_queues), h(c.dma_latency_cycles), h(c.grid_step_overhead_cycles);
   h(c.while_loop_overhead_cycles), h(c.host_dispatch_s), h(c.ici_dims), h(c.ici_wraparound_chips);
   h(c.ici_link_bytes_per_s), h(c.ici_hop_latency_s), h(c.ici_efficiency);
-  h(c.dcn_bytes_per_s_per_chip), h(c.chips_per_host), h(c.max_slice_chips);
+  h(c.dcn_bytes_per_s_per_chip), h(c.dcn_slice_latency_s), h(c.chips_per_host),
+      h(c.max_slice_chips);
   // provenance and value_text: the chip file's documentation, which no simulation reads.
   return h.digest();
 }

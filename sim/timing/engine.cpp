@@ -116,13 +116,14 @@ class Chip : public sc_core::sc_module {
       if (const auto* c = std::get_if<Collective>(&item.what)) {
         int64_t& free = c->axis.dcn ? dcn_free : link_free[c->axis.name];
         const int64_t start = std::max({now_cycles(), deps, free});
-        free = start + chip_.s_to_cycles(collective_seconds(chip_, *c));
+        const double latency = collective_latency_seconds(chip_, *c);
+        free = start + chip_.s_to_cycles(collective_seconds(chip_, *c) - latency);
         rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
                   {.item = static_cast<int>(i)});
-        done[i] = free;
+        done[i] = free + chip_.s_to_cycles(latency);
         (*items)[i].start = start;
-        (*items)[i].cycles = free - start;
-        collectives_done = std::max(collectives_done, free);
+        (*items)[i].cycles = done[i] - start;
+        collectives_done = std::max(collectives_done, done[i]);
         continue;
       }
       if (deps > now_cycles()) wait(cycles(deps - now_cycles()));

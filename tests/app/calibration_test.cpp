@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "app/collective_fit.h"
+#include "app/dcn_fit.h"
 #include "app/gdn_inverse_fit.h"
 #include "app/matmul_table.h"
 #include "app/scenario.h"
@@ -137,6 +138,35 @@ TEST(Calibration, V6eScaleHoldsOnC3Row7ItWasNotFittedOn) {
   const double predicted = predict_step(row7.step).step_time_s;
   const double measured = row7.measured.at("step_time_s");
   EXPECT_LT(std::abs(predicted - measured) / measured, 0.10);
+}
+
+TEST(Calibration, DcnSliceLatencyIsReDerivedFromC5Row41sDropOver32Slices) {
+  const ChipSpec v5e = load_chip("v5e");
+  SliceTable slices = load_slice_table();
+  ASSERT_EQ(slices.rows.size(), 6u);
+  const StepConstantFit fit = fit_dcn_slice_latency(slices, recorded_engine_constants(v5e));
+  EXPECT_NEAR(fit.value, v5e.dcn_slice_latency_s, 1e-12) << "run `build/tpusim calibrate --write`";
+  EXPECT_EQ(v5e.provenance.at("dcn_slice_latency_s").rfind("calibrated: ", 0), 0u);
+  EXPECT_NEAR(fit.predicted, fit.measured, 1e-3 * fit.measured);
+  // Shared by every chip (no other chip has multi-slice rows to fit it on).
+  EXPECT_EQ(load_chip("v5p").dcn_slice_latency_s, v5e.dcn_slice_latency_s);
+}
+
+TEST(Calibration, MultiSliceRowsFallInTheMeasuredOrderAndWithinFivePercentOfTheDrop) {
+  // issue 15: the multi-slice rows in the measured order (2 and 4 slices measured alike) and the
+  // drop from 1 to 32 slices within 5% of the measured one; every row within 10%.
+  SliceTable t = load_slice_table();
+  predict(t, load_chip("v5e").dcn_slice_latency_s, recorded_engine_constants(load_chip("v5e")));
+  for (size_t i = 1; i < t.rows.size(); ++i) {
+    EXPECT_LE(t.rows[i].predicted_tflops, t.rows[i - 1].predicted_tflops) << t.rows[i].slices;
+    EXPECT_LT(std::abs(t.rows[i].error_pct()), 10) << t.rows[i].slices;
+  }
+  auto drop = [&](auto tflops) { return tflops(t.rows.front()) - tflops(t.rows.back()); };
+  const double measured = drop([](const SliceRow& r) { return r.measured_tflops; });
+  // The predicted drop, as a fraction of the single slice, applied to the measured single slice.
+  const double predicted = t.rows.front().measured_tflops *
+                           (1 - t.rows.back().predicted_tflops / t.rows.front().predicted_tflops);
+  EXPECT_NEAR(predicted, measured, 0.05 * measured);
 }
 
 }  // namespace

@@ -74,9 +74,18 @@ TEST(Collectives, RingCostsByHand) {
   const MeshAxis ring4{"expert", 4, true, 1, false};
   EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_to_all, 9'000'000, ring4}),
               0.75 * 9e6 * 4.0 / 3 / 9e10 + 2e-6, 1e-12);
+  // DCN: the per-chip DCN bandwidth, and the slices' latency once per step of a ring over the
+  // 4 slices (6 for an all-reduce, 3 for a gather), which does not hold the links.
   const MeshAxis dcn{"data", 4, false, 1, true};
+  const double slice_latency = v5e.dcn_slice_latency_s;
+  ASSERT_GT(slice_latency, 0);
   EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}),
-              2 * 0.75 * 1e6 / 3.125e9, 1e-12);
+              2 * 0.75 * 1e6 / 3.125e9 + 6 * slice_latency, 1e-12);
+  EXPECT_NEAR(collective_latency_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}),
+              6 * slice_latency, 1e-15);
+  EXPECT_NEAR(collective_latency_seconds(v5e, {CollectiveKind::all_gather, 1'000'000, dcn}),
+              3 * slice_latency, 1e-15);
+  EXPECT_EQ(collective_latency_seconds(v5e, {CollectiveKind::all_gather, 1'000'000, line}), 0);
   EXPECT_EQ(collective_seconds(slow, {CollectiveKind::all_reduce, 1'000'000, dcn}),
             collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}));
 }
@@ -99,23 +108,40 @@ StepConfig tiny_step(int64_t kv_heads) {
 // Over 2 slices the gradients are all-reduced over DCN as the compiled multi-slice step does it:
 // one layer's FSDP shard at a time in bf16 (1024 x 24 x 128 + 8 x 128 x 1024 + 3 x 1024 x 4096 +
 // 2 x 1024 parameters over 8 chips), hidden behind the next layer's backward, the last layer's
-// and the embedding's (2 x 32768 x 1024 + the final norm's 1024) after the loop.
+// and the embedding's (2 x 32768 x 1024 + the final norm's 1024) after the loop, sent together so
+// that the slices' latency is paid once there.
 TEST(Step, TheDcnGradientAllReduceIsPipelinedPerLayer) {
   StepConfig c = tiny_step(8);
   c.mesh.data = 2;
-  const StepPrediction p = predict_step(c);
-  const StepPart& dcn = p.parts.at(p.parts.size() - 2);
-  ASSERT_EQ(dcn.name, "data-parallel gradient all-reduce (DCN)");
   const MeshAxis slices{"data", 2, false, 1, true};
   const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
-  const double per_layer =
-      collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer / 8, slices});
-  const double embedding = collective_seconds(
-      c.chip, {CollectiveKind::all_reduce, 2 * (2 * 32768 * 1024 + 1024) / 8, slices});
-  const StepPart& attention = p.parts.at(0);
-  ASSERT_GT(attention.backward_s, per_layer);  // so each layer's reduction hides
-  EXPECT_NEAR(dcn.collective_s, 4 * per_layer + embedding, 1e-12);
-  EXPECT_NEAR(dcn.exposed_s, per_layer + embedding, 1e-12);
+  const Collective per_layer{CollectiveKind::all_reduce, 2 * layer / 8, slices};
+  const Collective embedding{CollectiveKind::all_reduce, 2 * (2 * 32768 * 1024 + 1024) / 8, slices};
+  auto dcn_part = [](const StepPrediction& p) {
+    const StepPart& dcn = p.parts.at(p.parts.size() - 2);
+    EXPECT_EQ(dcn.name, "data-parallel gradient all-reduce (DCN)");
+    return dcn;
+  };
+  // Without the slices' latency each layer's reduction (its bytes over the DCN bandwidth) hides.
+  c.chip.dcn_slice_latency_s = 0;
+  const StepPrediction hidden = predict_step(c);
+  const double layer_links = 2 * 0.5 * (2 * layer / 8) / c.chip.dcn_bytes_per_s_per_chip;
+  const double embedding_links = 2 * 0.5 * embedding.bytes / c.chip.dcn_bytes_per_s_per_chip;
+  ASSERT_GT(hidden.parts.at(0).backward_s, layer_links);
+  EXPECT_NEAR(dcn_part(hidden).collective_s, 4 * layer_links + embedding_links, 1e-12);
+  EXPECT_NEAR(dcn_part(hidden).exposed_s, layer_links + embedding_links, 1e-12);
+  // With a latency longer than a layer's backward, 2 ring steps of it per reduction: each of the
+  // first 3 layers' reductions shows what its layer's backward does not hide.
+  c.chip.dcn_slice_latency_s = 0.05;
+  const StepPrediction slow = predict_step(c);
+  const double layer_backward = slow.parts.at(0).backward_s;
+  const double per_layer_s = layer_links + 2 * 0.05;
+  ASSERT_GT(per_layer_s, layer_backward);
+  EXPECT_NEAR(collective_seconds(c.chip, per_layer), per_layer_s, 1e-12);
+  EXPECT_NEAR(collective_seconds(c.chip, embedding), embedding_links + 2 * 0.05, 1e-12);
+  EXPECT_NEAR(dcn_part(slow).collective_s, 4 * per_layer_s + embedding_links, 1e-12);
+  EXPECT_NEAR(dcn_part(slow).exposed_s,
+              3 * (per_layer_s - layer_backward) + per_layer_s + embedding_links, 1e-12);
 }
 
 // On a pure-FSDP mesh the compiled step all-reduces each layer's bf16 gradient synchronously in

@@ -246,5 +246,29 @@ TEST(Engine, CollectivesOverOneAxisQueueAndOverTwoAxesOverlap) {
   EXPECT_EQ(two_gathers("fsdp", "tensor"), 753'000 + alone.cycles);
 }
 
+// Reductions over DCN issued together queue on the DCN for their bytes only; the slices' latency
+// runs in flight, so the last result lands one latency after the last bytes leave.
+TEST(Engine, DcnReductionsIssuedTogetherPayTheSlicesLatencyOnce) {
+  ChipSpec chip = round_chip();
+  chip.dcn_bytes_per_s_per_chip = 1e9;
+  chip.dcn_slice_latency_s = 100e-6;
+  const auto k = compute_bound(2);
+  const RunResult alone = simulate_kernel(chip, k);
+  Program p;
+  p.name = "two reductions over 4 slices";
+  // Each: 2 x 3/4 x 2 MB / 1 GB/s = 3000 us on the DCN, then 6 ring steps x 100 us in flight.
+  const MeshAxis slices{"data", 4, false, 1, true};
+  const int a = p.add_collective("ar a", {CollectiveKind::all_reduce, 2'000'000, slices});
+  const int b = p.add_collective("ar b", {CollectiveKind::all_reduce, 2'000'000, slices});
+  p.add_kernel(k, {a, b});
+  const RunResult r = simulate(chip, p, kFullTimeline);
+  EXPECT_EQ(r.cycles, 2 * 3'000'000 + 600'000 + alone.cycles);
+  // The DCN unit is busy for the bytes alone.
+  int64_t dcn_busy = 0;
+  for (const TimelineEvent& e : r.events)
+    if (e.unit == unit(r, "dcn") && e.cause == Cause::busy) dcn_busy += e.end - e.start;
+  EXPECT_EQ(dcn_busy, 2 * 3'000'000);
+}
+
 }  // namespace
 }  // namespace tpusim
