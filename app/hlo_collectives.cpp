@@ -80,6 +80,28 @@ int64_t result_bytes(const HloInstruction& in) {
   return in.opcode.ends_with("-start") ? largest : sum;
 }
 
+// The remat policy's offload as the compiler schedules it: an asynchronous dynamic-update-slice
+// of one layer's array into a stacked array in pinned host memory (the layout's S(5)), a
+// dynamic-slice of one back out of it, or a copy to or from it (C5 #11's step: q, k and v of
+// each layer, [80, 2, 64, 4096, 128] S(5)). Each moves its update, its slice or its copy over
+// the host link; the stacked array stays where it is.
+std::optional<Collective> host_transfer(const HloInstruction& in) {
+  constexpr int kPinnedHost = 5;
+  const HloShape& s = in.shape;
+  auto on_host = [](const HloShape& x) { return !x.is_tuple() && x.memory_space == kPinnedHost; };
+  // ((operands...), result, status)
+  if (!s.is_tuple() || s.tuple.size() < 2 || !s.tuple[0].is_tuple() || s.tuple[0].tuple.empty())
+    return std::nullopt;
+  const std::vector<HloShape>& operands = s.tuple[0].tuple;
+  const HloShape& result = s.tuple[1];
+  int64_t bytes = -1;
+  if (in.opcode == "dynamic-update-slice-start" && operands.size() > 1 && on_host(operands[0]))
+    bytes = operands[1].bytes();
+  if (in.opcode == "dynamic-slice-start" && on_host(operands[0])) bytes = result.bytes();
+  if (bytes < 0) return std::nullopt;
+  return Collective{CollectiveKind::permute, bytes, host_link()};
+}
+
 // A frontend attribute's quoted value (key="value" inside frontend_attributes={...}), "" if absent.
 std::string frontend_attribute(const HloInstruction& in, const std::string& key) {
   const std::string f = in.attr("frontend_attributes");
@@ -125,6 +147,7 @@ std::string hlo_async_collective_role(const HloModule& m, const HloInstruction& 
 }
 
 std::optional<Collective> hlo_collective(const HloModule& m, const HloInstruction& in) {
+  if (auto h = host_transfer(in)) return h;
   // XLA's TPU async collective fusion: the collective inside, started by this fusion.
   if (hlo_async_collective_role(m, in) == "AsyncCollectiveStart") {
     for (const HloInstruction& x : m.computation(in.attr("calls")).instructions)

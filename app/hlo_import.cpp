@@ -47,13 +47,26 @@ namespace {
 
 // Instructions that move no data and do no work: names for values, tuples, buffer bookkeeping,
 // and the done-halves of asynchronous starts.
-const std::set<std::string> kFree = {
-    "parameter",       "constant",        "get-tuple-element",
-    "tuple",           "bitcast",         "copy-done",
-    "slice-done",      "after-all",       "partition-id",
-    "replica-id",      "opt-barrier",     "add-dependency",
-    "all-reduce-done", "all-gather-done", "collective-permute-done",
-    "send-done",       "recv-done",       "domain"};
+const std::set<std::string> kFree = {"parameter",
+                                     "constant",
+                                     "get-tuple-element",
+                                     "tuple",
+                                     "bitcast",
+                                     "copy-done",
+                                     "slice-done",
+                                     "after-all",
+                                     "partition-id",
+                                     "replica-id",
+                                     "opt-barrier",
+                                     "add-dependency",
+                                     "all-reduce-done",
+                                     "all-gather-done",
+                                     "collective-permute-done",
+                                     "send-done",
+                                     "recv-done",
+                                     "domain",
+                                     "dynamic-slice-done",
+                                     "dynamic-update-slice-done"};
 // Custom calls that only name or reinterpret buffers, read the slice's index (SliceId), zero
 // the padding of an array in place (ZeroCrop, aliased to its operand: a tile's tail), or join and
 // split the 32-bit halves of a random generator's key (X64*, on u64[2] and u32[2]).

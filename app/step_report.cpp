@@ -324,8 +324,9 @@ std::string compiled_program_markdown(const std::vector<std::pair<Scenario, Step
       out =
           "\n## The compiled programs simulated\n\n"
           "The step as the TPU compiler schedules it with the XLA flags of the run's MaxText "
-          "script (scripts/compile_steps.sh; for C1 and C5 #14, whose runs' flags are not public, "
-          "MaxText's own script for the chip): its optimized HLO imported (`tpusim run --hlo`) "
+          "script (scripts/compile_steps.sh; for C1, C5 #11 and #14, whose runs' flags are not "
+          "public, MaxText's own script for the chip and model family): its optimized HLO "
+          "imported (`tpusim run --hlo`) "
           "and simulated, beside tpusim's step model. A measured step time given only as TFLOP/s "
           "is "
           "MaxText's FLOP count over it.\n\n"

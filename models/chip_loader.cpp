@@ -126,6 +126,7 @@ const std::map<std::string, Setter>& fields() {
       {"ici_efficiency", field(&ChipSpec::ici_efficiency, "a number", {0, false, 1})},
       {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
       {"dcn_slice_latency_s", field(&ChipSpec::dcn_slice_latency_s, "a number", kSeconds)},
+      {"host_link_bytes_per_s", field(&ChipSpec::host_link_bytes_per_s, "a number")},
       {"chips_per_host", field(&ChipSpec::chips_per_host, "an integer", kUnits)},
       {"max_slice_chips",
        field(&ChipSpec::max_slice_chips, "an integer", {0, false, kMaxSliceChips})},

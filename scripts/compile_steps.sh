@@ -49,3 +49,6 @@ compile scenarios/calibration/c5/c5_44_v5e-256_maxtext-128b.yaml maxtext/configs
 # MaxText's own script for GPT-3 175B on v6e-256 (batch 3, remat full, fsdp over all chips): the
 # tpu-recipes run of C5 #14 has the same shape; its own flags are not among the facts.
 compile scenarios/calibration/c5/c5_14_v6e-256_gpt3-175b.yaml maxtext/configs/tpu/v6e/gpt3_175b.sh
+# C5 #11 (Llama2-70B on v6e-256, tpu-recipes): its run's flags are not among the facts (it offloads
+# the all-reduce to the SparseCore); MaxText's own Llama2 script for v6e is assumed.
+compile scenarios/calibration/c5/c5_11_v6e-256_llama2-70b.yaml maxtext/configs/tpu/v6e/llama2_7b_4096.sh

@@ -80,6 +80,8 @@ struct ChipSpec {
   // What each slice adds to a reduction over DCN beyond its bandwidth, per step of a ring over
   // the slices (calibrated; no public figure).
   double dcn_slice_latency_s = 0;
+  // To and from pinned host memory (remat offload), one direction.
+  double host_link_bytes_per_s = 0;
   // Slices: hosts hold chips_per_host chips; a slice spans whole hosts (or part of one) and at
   // most max_slice_chips (a pod on v5e/v6e).
   int64_t chips_per_host = 1;

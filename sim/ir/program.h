@@ -33,7 +33,12 @@ struct MeshAxis {
   bool wraparound = false;
   int torus_dims = 1;  // torus dimensions the axis spans: each adds its links to the ring
   bool dcn = false;    // across slices over the data-centre network instead of ICI
+  bool host = false;   // between the chip and its host's pinned memory, over the host link
 };
+
+// The host link as an axis: a copy to or from pinned host memory (the remat policy's offload) is
+// a transfer of `bytes` over it, asynchronous like a collective.
+inline MeshAxis host_link() { return {"host link", 2, false, 1, false, true}; }
 
 struct Collective {
   CollectiveKind kind = CollectiveKind::all_gather;

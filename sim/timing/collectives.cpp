@@ -9,6 +9,7 @@ double collective_seconds(const ChipSpec& chip, const Collective& c) {
   const double n = static_cast<double>(c.axis.size);
   if (n <= 1 || c.bytes <= 0) return 0;
   const double bytes = static_cast<double>(c.bytes);
+  if (c.axis.host) return bytes / chip.host_link_bytes_per_s;
   if (c.axis.dcn) {
     const double share = c.kind == CollectiveKind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
     return share * bytes / chip.dcn_bytes_per_s_per_chip + collective_latency_seconds(chip, c);

@@ -1,6 +1,7 @@
 // Collective costs on one mesh axis, by algorithm: a ring over the axis, bidirectional when the
 // axis wraps around (a torus ring), otherwise a line where each link carries its direction's share
-// (scaling book, sharding.md). DCN axes are bounded by the per-chip DCN bandwidth.
+// (scaling book, sharding.md). DCN axes are bounded by the per-chip DCN bandwidth; a transfer to
+// or from host memory by the chip's host link.
 #pragma once
 #include <cstdint>
 

@@ -63,6 +63,7 @@ class Chip : public sc_core::sc_module {
           std::make_unique<TensorCore>(fmt::format("tc{}", c).c_str(), c, chip, rec, hbm_));
     ici_unit_ = rec.add_unit("ici", UnitKind::ici, -1);
     dcn_unit_ = rec.add_unit("dcn", UnitKind::ici, -1);
+    host_unit_ = rec.add_unit("host", UnitKind::ici, -1);
     SC_THREAD(run);
   }
 
@@ -118,8 +119,10 @@ class Chip : public sc_core::sc_module {
         const int64_t start = std::max({now_cycles(), deps, free});
         const double latency = collective_latency_seconds(chip_, *c);
         free = start + chip_.s_to_cycles(collective_seconds(chip_, *c) - latency);
-        rec_.busy(c->axis.dcn ? dcn_unit_ : ici_unit_, start, free, rec_.label(item.name),
-                  {.item = static_cast<int>(i)});
+        rec_.busy(c->axis.host  ? host_unit_
+                  : c->axis.dcn ? dcn_unit_
+                                : ici_unit_,
+                  start, free, rec_.label(item.name), {.item = static_cast<int>(i)});
         done[i] = free + chip_.s_to_cycles(latency);
         (*items)[i].start = start;
         (*items)[i].cycles = done[i] - start;
@@ -318,7 +321,7 @@ class Chip : public sc_core::sc_module {
   Recorder& rec_;
   Hbm hbm_;
   std::vector<std::unique_ptr<TensorCore>> cores_;
-  int ici_unit_ = 0, dcn_unit_ = 0;
+  int ici_unit_ = 0, dcn_unit_ = 0, host_unit_ = 0;
   SimOptions options_;
   SteadyState steady_;
   int64_t end_ = 0;

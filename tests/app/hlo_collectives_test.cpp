@@ -276,6 +276,42 @@ TEST(HloCollectives, AMultiSliceStepReducesOverDcnByHostTransfers) {
   EXPECT_GT(simulate(load_chip("v5e"), h.program).cycles, 0);
 }
 
+// The remat policy's offload as C5 #11's compiled step runs it: one layer's array written into a
+// stacked array in pinned host memory (S(5)) by an asynchronous dynamic-update-slice and read
+// back by an asynchronous dynamic-slice. Each moves one layer's bytes (1 x 64 x 128 bf16, 16 KiB)
+// over the host link, not the stacked array, and what reads the slice waits for it.
+TEST(HloCollectives, AnOffloadMovesOneLayerOverTheHostLink) {
+  const char* text = R"(HloModule jit_step
+
+ENTRY %main (x: bf16[1,64,128], stack: bf16[4,64,128], i: s32[]) -> bf16[1,64,128] {
+  %x = bf16[1,64,128]{2,1,0:T(8,128)(2,1)} parameter(0)
+  %stack = bf16[4,64,128]{2,1,0:T(8,128)(2,1)S(5)} parameter(1)
+  %i = s32[]{:T(128)} parameter(2)
+  %zero = s32[]{:T(128)} constant(0)
+  %dus-start = ((bf16[4,64,128]{2,1,0:T(8,128)(2,1)S(5)}, bf16[1,64,128]{2,1,0:T(8,128)(2,1)}, s32[]{:T(128)}, s32[]{:T(128)}, s32[]{:T(128)}), bf16[4,64,128]{2,1,0:T(8,128)(2,1)S(5)}, u32[]{:S(2)}) dynamic-update-slice-start(%stack, %x, %i, %zero, %zero)
+  %dus-done = bf16[4,64,128]{2,1,0:T(8,128)(2,1)S(5)} dynamic-update-slice-done(%dus-start)
+  %ds-start = ((bf16[4,64,128]{2,1,0:T(8,128)(2,1)S(5)}, s32[]{:T(128)}, s32[]{:T(128)}, s32[]{:T(128)}), bf16[1,64,128]{2,1,0:T(8,128)(2,1)}, u32[]{:S(2)}) dynamic-slice-start(%dus-done, %i, %zero, %zero), dynamic_slice_sizes={1,64,128}
+  %ds-done = bf16[1,64,128]{2,1,0:T(8,128)(2,1)} dynamic-slice-done(%ds-start)
+  ROOT %y = bf16[1,64,128]{2,1,0:T(8,128)(2,1)} multiply(%ds-done, %x)
+}
+)";
+  const HloProgram h = import_hlo_module(parse_hlo(text, "offload.hlo"), {});
+  ASSERT_EQ(h.program.items.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    const auto* c = std::get_if<Collective>(&h.program.items[i].what);
+    ASSERT_TRUE(c) << i;
+    EXPECT_TRUE(c->axis.host);
+    EXPECT_EQ(c->bytes, 64 * 128 * 2);
+  }
+  EXPECT_EQ(h.program.items[1].deps, std::vector<int>{0});
+  EXPECT_TRUE(std::holds_alternative<KernelCall>(h.program.items[2].what));
+  EXPECT_EQ(h.program.items[2].deps, std::vector<int>{1});
+  // The two transfers one after the other, 16 KiB each over v6e's 32 GB/s, before the multiply.
+  const ChipSpec v6e = load_chip("v6e");
+  const RunResult r = simulate(v6e, h.program);
+  EXPECT_GE(r.cycles, v6e.s_to_cycles(2 * 16384 / 32e9));
+}
+
 // A host transfer of a kind the import does not model is one clear error naming it.
 TEST(HloCollectives, AnUnknownMegascaleTransferIsRefused) {
   const char* text = R"(HloModule jit_step

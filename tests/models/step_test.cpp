@@ -86,6 +86,9 @@ TEST(Collectives, RingCostsByHand) {
   EXPECT_NEAR(collective_latency_seconds(v5e, {CollectiveKind::all_gather, 1'000'000, dcn}),
               3 * slice_latency, 1e-15);
   EXPECT_EQ(collective_latency_seconds(v5e, {CollectiveKind::all_gather, 1'000'000, line}), 0);
+  // A copy to or from host memory: its bytes over the host link (v5e: ~1.5e10 B/s).
+  EXPECT_NEAR(collective_seconds(v5e, {CollectiveKind::permute, 3'000'000, host_link()}),
+              3e6 / 1.5e10, 1e-15);
   EXPECT_EQ(collective_seconds(slow, {CollectiveKind::all_reduce, 1'000'000, dcn}),
             collective_seconds(v5e, {CollectiveKind::all_reduce, 1'000'000, dcn}));
 }
