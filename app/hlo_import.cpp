@@ -444,6 +444,17 @@ HloProgram import_hlo(const std::string& path) {
   nlohmann::json compile;
   std::string hlo_file = path;
   Program pallas;
+  if (!dir && fs::path(path).extension() == ".json") {  // a compile-step record (--hlo F.hlo.gz)
+    try {
+      compile = nlohmann::json::parse(read_text_file(path));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("{}: {}", path, e.what()));
+    }
+    if (!compile.contains("hlo") || !compile["hlo"].is_string())
+      throw Error(
+          fmt::format("{}: names no optimized HLO (compile-step writes it with --hlo)", path));
+    hlo_file = (fs::path(path).parent_path() / compile["hlo"].get<std::string>()).string();
+  }
   if (dir) {
     const fs::path summary = fs::path(path) / "compile.json";
     if (!fs::exists(summary))

@@ -34,7 +34,7 @@ struct HloLoopSummary {
 };
 
 struct HloProgram {
-  std::string path;        // the compile directory or the .hlo file
+  std::string path;        // the compile directory, the compile-step record or the .hlo file
   std::string chip;        // from the compile's device kind ("" for a bare .hlo file)
   nlohmann::json compile;  // compile.json (memory and cost analyses, versions); null if absent
   Program program;
@@ -52,7 +52,8 @@ struct CompilerEstimate {
   double not_estimated_s = 0;  // simulated time of the kernels without an estimate
 };
 
-// `path`: a directory written by `python -m tpusim_jax compile` or a file of HLO text.
+// `path`: a directory written by `python -m tpusim_jax compile`, a step record of `compile-step`
+// (its JSON, naming its .hlo.gz), or a file of HLO text.
 HloProgram import_hlo(const std::string& path);
 // `kernel_of_call`: a Pallas custom call's instruction name -> its kernel's name (compile.json);
 // without an entry the name is read from the op_name (".../NAME/pallas_call").

@@ -152,8 +152,8 @@ Command run_command(CLI::App& app) {
   auto* program = c->add_option("--program", a->program,
                                 "simulate a program JSON of python -m tpusim_jax export");
   auto* hlo = c->add_option("--hlo", a->hlo,
-                            "simulate the compiled program in DIR (python -m tpusim_jax compile) "
-                            "or an HLO text file");
+                            "simulate the compiled program in DIR (python -m tpusim_jax compile), "
+                            "of a compile-step record (its JSON) or in an HLO text file");
   c->add_option("--chip", a->chip,
                 "chip for --program / --hlo (default: the compile's device, else v5e)");
   c->add_flag("--simulate-anyway", a->simulate_anyway,

@@ -543,6 +543,15 @@ TEST_F(Cli, RunHloAndProgram) {
   r = run(fmt::format("run --program {}gdn_scan_fwd/kernels.json --chip v5p", data));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("kernel gdn_scan_fwd [pallas] grid 1x1x2"), std::string::npos) << r.out;
+  // A compile-step record: the HLO it names, on the chip it was compiled for (v5e: "TPU v5 lite").
+  const std::string compiled = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/";
+  r = run(fmt::format("run --hlo {}small_2slices.json", compiled));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("chip v5e ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("while "), std::string::npos) << r.out;
+  // One without its HLO says so.
+  expect_clean_failure(run(fmt::format("run --hlo {}small.json", compiled)),
+                       "small.json: names no optimized HLO (compile-step writes it with --hlo)");
 }
 
 // Inputs that used to abort (issue 18): each is one error line with exit 2 and no output files, or
