@@ -46,45 +46,50 @@ void persistent_items(const StepConfig& c, const LocalSizes& l, int64_t Et,
                    c.remat[A::decoder_layer_input] != Placement::offload});
 }
 
-// The policy's named tensors, bf16, per layer kind (the GDN layer names only its MLP's): on
-// device and offloaded.
-void saved_activations(const StepConfig& c, const LocalSizes& l, int64_t Et,
-                       std::vector<MemoryItem>& items) {
+// One layer's named tensor `a` in bytes (bf16; the context's log-sum-exp in f32). The layer input
+// is a persistent item; a fused projection counts as the q, k, v and up projections it stands in
+// for.
+int64_t activation_bytes(const StepConfig& c, const LocalSizes& l, Activation a) {
   const ModelConfig& m = c.model;
   const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
-  auto bytes_of = [&](Activation a) -> int64_t {
-    switch (a) {
-      case A::query_proj:
-        return M * l.q_heads * Dqk * kBf16;
-      case A::context:  // the attention output, and its f32 log-sum-exp per head
-        return M * l.q_heads * Dv * kBf16 + M * l.q_heads * kF32;
-      case A::key_proj:
-        return M * l.kv_heads * Dqk * kBf16;
-      case A::value_proj:
-        return M * l.kv_heads * Dv * kBf16;
-      case A::out_proj:
-      case A::mlpwo:
-        return M * Et * kBf16;
-      case A::mlpwi_0:
-        return M * l.mlp * kBf16;
-      case A::mlpwi_1:
-        return m.swiglu ? M * l.mlp * kBf16 : 0;
-      case A::decoder_layer_input:
-        return 0;  // a persistent item
-      case A::qkv_proj:
-      case A::mlpwi:
-        return 0;  // counted as the q, k, v and up projections they stand in for
-    }
-    return 0;
-  };
+  const int64_t Et = residual_columns(c);
+  switch (a) {
+    case A::query_proj:
+      return M * l.q_heads * Dqk * kBf16;
+    case A::context:  // the attention output, and its f32 log-sum-exp per head
+      return M * l.q_heads * Dv * kBf16 + M * l.q_heads * kF32;
+    case A::key_proj:
+      return M * l.kv_heads * Dqk * kBf16;
+    case A::value_proj:
+      return M * l.kv_heads * Dv * kBf16;
+    case A::out_proj:
+    case A::mlpwo:
+      return M * Et * kBf16;
+    case A::mlpwi_0:
+      return M * l.mlp * kBf16;
+    case A::mlpwi_1:
+      return m.swiglu ? M * l.mlp * kBf16 : 0;
+    case A::decoder_layer_input:
+    case A::qkv_proj:
+    case A::mlpwi:
+      return 0;
+  }
+  return 0;
+}
+
+bool is_mlp_activation(Activation a) { return a == A::mlpwi_0 || a == A::mlpwi_1 || a == A::mlpwo; }
+
+// The policy's named tensors, bf16, per layer kind (the GDN layer names only its MLP's): on
+// device and offloaded.
+void saved_activations(const StepConfig& c, const LocalSizes& l, std::vector<MemoryItem>& items) {
+  const ModelConfig& m = c.model;
   int64_t saved[2] = {0, 0};  // on device, offloaded
   const RematPolicy remat = c.layer_remat();
   for (int i = 1; i < kNumActivations; ++i) {
     const auto a = static_cast<Activation>(i);
     if (!remat.saved(a)) continue;
-    const bool mlp = a == A::mlpwi_0 || a == A::mlpwi_1 || a == A::mlpwo;
-    const int64_t layers = mlp ? m.layers : m.attention_layers();
-    saved[remat[a] == Placement::offload] += layers * bytes_of(a);
+    const int64_t layers = is_mlp_activation(a) ? m.layers : m.attention_layers();
+    saved[remat[a] == Placement::offload] += layers * activation_bytes(c, l, a);
   }
   if (saved[0] > 0) items.push_back({"activations saved by the remat policy", saved[0]});
   if (saved[1] > 0)
@@ -108,17 +113,32 @@ int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
 
 }  // namespace
 
+int64_t residual_columns(const StepConfig& c) { return c.model.d_model / c.mesh.tensor; }
+
+int64_t offloaded_bytes_per_layer(const StepConfig& c, const LocalSizes& l, bool attention) {
+  const RematPolicy remat = c.layer_remat();
+  int64_t bytes = remat[A::decoder_layer_input] == Placement::offload
+                      ? l.tokens * residual_columns(c) * kBf16
+                      : 0;
+  for (int i = 1; i < kNumActivations; ++i) {
+    const auto a = static_cast<Activation>(i);
+    if (remat[a] == Placement::offload && (attention || is_mlp_activation(a)))
+      bytes += activation_bytes(c, l, a);
+  }
+  return bytes;
+}
+
 MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   const ModelConfig& m = c.model;
   const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
   // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
   // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
   // its 95 GiB), so each chip holds E / tensor columns of them.
-  const int64_t Et = m.d_model / c.mesh.tensor;
+  const int64_t Et = residual_columns(c);
   MemoryModel out;
   std::vector<MemoryItem>& items = out.items;
   persistent_items(c, l, Et, items);
-  saved_activations(c, l, Et, items);
+  saved_activations(c, l, items);
   int64_t persistent = 0;
   for (const MemoryItem& it : items)
     if (it.on_device) persistent += it.bytes;

@@ -29,4 +29,13 @@ struct MemoryModel {
 
 MemoryModel memory_model(const StepConfig& c, const LocalSizes& l);
 
+// Columns of a residual-stream activation [tokens, d_model] per chip: sharded over the tensor
+// axis (MaxText's activation_embed rule).
+int64_t residual_columns(const StepConfig& c);
+
+// Bytes one layer sends to pinned host memory in its forward and reads back in its backward: the
+// activations the remat policy offloads (an attention layer's and its MLP's; a GDN layer names only
+// its MLP's) and the layer input if it is offloaded.
+int64_t offloaded_bytes_per_layer(const StepConfig& c, const LocalSizes& l, bool attention);
+
 }  // namespace tpusim

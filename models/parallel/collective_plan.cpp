@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/memory/memory_model.h"
 #include "sim/timing/collectives.h"
 
 namespace tpusim {
@@ -130,6 +131,13 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     total += 2 * ag + rs;
   }
   return {total, exposed};
+}
+
+CollectiveTime host_offload(const StepConfig& c, PartKind kind, double forward_s,
+                            double backward_s) {
+  const int64_t bytes = offloaded_bytes_per_layer(c, c.local(), kind == PartKind::attention_layer);
+  const double each_way = collective_seconds(c.chip, {CollectiveKind::permute, bytes, host_link()});
+  return {2 * each_way, std::max(0.0, each_way - forward_s) + std::max(0.0, each_way - backward_s)};
 }
 
 CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backward_s) {

@@ -4,7 +4,8 @@
 // is synchronous, as the compiled steps run it), the tensor-parallel activation
 // all-reduces and the context-parallel key/value gather and gradient scatter (on the critical
 // path); the data-parallel gradient all-reduce over DCN (per layer iteration, pipelined behind
-// the backward loop, its last iteration and the embedding exposed).
+// the backward loop, its last iteration and the embedding exposed); the remat offload over the
+// host link.
 // The context-parallel state prefix of the GDN layer runs inside the layer's program (its ppermute
 // rounds are program collectives the engine times with the same collective_seconds) on the axis
 // context_axis() gives.
@@ -34,6 +35,13 @@ bool synchronous_gradient_reduction(const StepConfig& c);
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s,
                                  bool backward_gathers_prefetched);
+
+// A layer's remat offload over the chip's host link: what it sends to pinned host memory in the
+// forward and reads back in the backward, each hidden behind that pass's compute (the compiled C5
+// #11 step starts them asynchronously in its forward and backward loop bodies), only the excess
+// exposed.
+CollectiveTime host_offload(const StepConfig& c, PartKind kind, double forward_s,
+                            double backward_s);
 
 // The data-parallel gradient all-reduce over DCN, as the compiled multi-slice step runs it: per
 // scanned layer iteration, in bf16, pipelined behind the next iteration's share of

@@ -154,8 +154,9 @@ StepPrediction predict_step(const StepConfig& c) {
     StepPart part = simulate_part(of, name, count, p, /*in_backward=*/true);
     const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, part.backward_s,
                                                out.backward_gathers_prefetched);
-    part.collective_s = t.total_s;
-    part.exposed_s = t.exposed_s;
+    const CollectiveTime host = host_offload(of, kind, part.forward_s, part.backward_s);
+    part.collective_s = t.total_s + host.total_s;
+    part.exposed_s = t.exposed_s + host.exposed_s;
     out.parts.push_back(part);
   };
   if (m.attention_layers() > m.moe.dense_layers)

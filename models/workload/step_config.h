@@ -23,8 +23,9 @@ struct StepConfig {
   Mesh mesh;
   int64_t seq = 4096;
   int64_t batch_per_chip = 1;
-  // What the backward recomputes, keeps in HBM or offloads to pinned host memory (the host
-  // transfers are not timed), as the scenario names it; layer_remat() is what the layers see.
+  // What the backward recomputes, keeps in HBM or offloads to pinned host memory (over the host
+  // link, collective_plan.h's host_offload), as the scenario names it; layer_remat() is what the
+  // layers see.
   RematPolicy remat;
   // MaxText fused_qkv / fused_mlp: one projection weight for q, k and v, one for the up
   // projections. The work is the same (tpusim runs each as one dot either way); what changes is

@@ -147,6 +147,36 @@ TEST(Step, TheDcnGradientAllReduceIsPipelinedPerLayer) {
               3 * (per_layer_s - layer_backward) + per_layer_s + embedding_links, 1e-12);
 }
 
+// The remat offload over the host link: an attention layer sends its offloaded q (2048 tokens x
+// 8 heads x 128, bf16: 4 MiB) to host memory in the forward and reads it back in the backward,
+// each hidden behind that pass's compute; a GDN layer names no q. The layer input, offloaded, is
+// 2048 x 1024 bf16 more for either kind.
+TEST(Step, TheRematOffloadHidesBehindEachPassOverTheHostLink) {
+  StepConfig c = tiny_step(8);
+  c.remat.set(Activation::query_proj, "offload");
+  c.chip.host_link_bytes_per_s = 1e9;
+  const double q = 2048.0 * 8 * 128 * 2 / 1e9;
+  CollectiveTime t = host_offload(c, PartKind::attention_layer, 1.0, 1.0);
+  EXPECT_NEAR(t.total_s, 2 * q, 1e-15);
+  EXPECT_EQ(t.exposed_s, 0);
+  t = host_offload(c, PartKind::attention_layer, 0.001, 0.003);
+  EXPECT_NEAR(t.exposed_s, (q - 0.001) + (q - 0.003), 1e-15);
+  EXPECT_EQ(host_offload(c, PartKind::gdn_layer, 0.001, 0.003).total_s, 0);
+  c.remat.set(Activation::decoder_layer_input, "offload");
+  const double input = 2048.0 * 1024 * 2 / 1e9;
+  EXPECT_NEAR(host_offload(c, PartKind::gdn_layer, 1, 1).total_s, 2 * input, 1e-15);
+  EXPECT_NEAR(host_offload(c, PartKind::attention_layer, 1, 1).total_s, 2 * (q + input), 1e-15);
+  // In the step: the attention layer's exposed time grows by what its passes do not hide.
+  c.chip.host_link_bytes_per_s = 1e6;  // slow enough to show
+  const StepPart slow = predict_step(c).parts.at(0);
+  c.remat.set(Activation::query_proj, "remat");
+  c.remat.set(Activation::decoder_layer_input, "device");
+  const StepPart none = predict_step(c).parts.at(0);
+  const double each = (2048.0 * 8 * 128 * 2 + 2048.0 * 1024 * 2) / 1e6;
+  EXPECT_NEAR(slow.exposed_s - none.exposed_s,
+              (each - slow.forward_s) + (each - slow.backward_s), 1e-9);
+}
+
 // On a pure-FSDP mesh the compiled step all-reduces each layer's bf16 gradient synchronously in
 // the backward loop (C3 #41, C5 #14 compiled with their runs' flags): exposed whatever compute
 // surrounds it, while the weight gathers hide behind a second of compute. With tensor
