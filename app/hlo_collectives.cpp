@@ -81,10 +81,10 @@ int64_t result_bytes(const HloInstruction& in) {
 }
 
 // The remat policy's offload as the compiler schedules it: an asynchronous dynamic-update-slice
-// of one layer's array into a stacked array in pinned host memory (the layout's S(5)), a
-// dynamic-slice of one back out of it, or a copy to or from it (C5 #11's step: q, k and v of
-// each layer, [80, 2, 64, 4096, 128] S(5)). Each moves its update, its slice or its copy over
-// the host link; the stacked array stays where it is.
+// of one layer's array into a stacked array in pinned host memory (the layout's S(5)), and a
+// dynamic-slice of one back out of it (C5 #11's step: q, k and v of each layer,
+// [80, 2, 64, 4096, 128] S(5)). Each moves its update or its slice over the host link; the
+// stacked array stays where it is. (No compiled step here copies to host with copy-start.)
 std::optional<Collective> host_transfer(const HloInstruction& in) {
   constexpr int kPinnedHost = 5;
   const HloShape& s = in.shape;

@@ -113,6 +113,8 @@ int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
 
 }  // namespace
 
+// Assumed: MaxText's activation_embed sharding; replicated copies would not let C3 #22's
+// tensor-parallel run fit its 95 GiB.
 int64_t residual_columns(const StepConfig& c) { return c.model.d_model / c.mesh.tensor; }
 
 int64_t offloaded_bytes_per_layer(const StepConfig& c, const LocalSizes& l, bool attention) {
@@ -131,9 +133,6 @@ int64_t offloaded_bytes_per_layer(const StepConfig& c, const LocalSizes& l, bool
 MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   const ModelConfig& m = c.model;
   const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
-  // Residual-stream activations [M, E] are sharded over the tensor axis (assumed: MaxText's
-  // activation_embed sharding; replicated copies would not let C3 #22's tensor-parallel run fit
-  // its 95 GiB), so each chip holds E / tensor columns of them.
   const int64_t Et = residual_columns(c);
   MemoryModel out;
   std::vector<MemoryItem>& items = out.items;
