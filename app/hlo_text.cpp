@@ -169,6 +169,8 @@ class LineReader {
     if (peek() == '{') {
       ++pos_;
       const std::string layout = balanced('}');
+      if (!layout.empty() && std::isdigit(static_cast<unsigned char>(layout[0])))
+        sh.minor = std::atoi(layout.c_str());
       const auto s = layout.find("S(");
       if (s != std::string::npos) sh.memory_space = std::atoi(layout.c_str() + s + 2);
     }

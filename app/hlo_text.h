@@ -14,7 +14,10 @@ struct HloShape {
   std::string dtype;  // pred, s32, bf16, f32, ...; empty for a tuple
   std::vector<int64_t> dims;
   int memory_space = 0;  // 0: HBM; 1: VMEM (the layout's S(1))
+  int minor = -1;        // the layout's minor-most dim ({2,1,0}: 2); -1: none given (the last)
   std::vector<HloShape> tuple;
+
+  int minor_dim() const { return minor >= 0 ? minor : static_cast<int>(dims.size()) - 1; }
 
   bool is_tuple() const { return dtype.empty(); }
   int64_t elements() const;

@@ -75,6 +75,20 @@ std::vector<int64_t> numbers_after(const std::string& text, const std::string& k
   return out;
 }
 
+// Every number in an attribute's text, in order: lhs_contracting_dims={1,2} -> 1, 2.
+std::vector<int64_t> numbers_in(const std::string& text) {
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < text.size();)
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      size_t used = 0;
+      v.push_back(std::stoll(text.substr(i), &used));
+      i += used;
+    } else {
+      ++i;
+    }
+  return v;
+}
+
 int64_t product(const std::vector<int64_t>& v) {
   int64_t p = 1;
   for (int64_t x : v) p *= x;
@@ -128,21 +142,8 @@ HloDot dot_of(const HloComputation& comp, const HloInstruction& in, const std::s
   d.rhs = dtype_of_hlo(rhs->shape.dtype);
   d.precision = precision_of(in);
   if (in.opcode == "dot") {
-    auto dims = [&](const std::string& key) {
-      std::vector<int64_t> v;
-      const std::string a = in.attr(key);
-      for (size_t i = 0; i < a.size();)
-        if (std::isdigit(static_cast<unsigned char>(a[i]))) {
-          size_t used = 0;
-          v.push_back(std::stoll(a.substr(i), &used));
-          i += used;
-        } else {
-          ++i;
-        }
-      return v;
-    };
-    for (int64_t i : dims("lhs_batch_dims")) d.batch *= lhs->shape.dims.at(i);
-    for (int64_t i : dims("lhs_contracting_dims")) d.k *= lhs->shape.dims.at(i);
+    for (int64_t i : numbers_in(in.attr("lhs_batch_dims"))) d.batch *= lhs->shape.dims.at(i);
+    for (int64_t i : numbers_in(in.attr("lhs_contracting_dims"))) d.k *= lhs->shape.dims.at(i);
     d.m = lhs->shape.elements() / (d.batch * d.k);
     d.n = in.shape.elements() / (d.batch * d.m);
     return d;
@@ -193,6 +194,15 @@ void add_ops(HloWork& w, const HloComputation& comp, const HloInstruction& in,
     const int64_t n = x ? x->shape.elements() : out;
     w.vpu_elements +=
         in.opcode == "reduce" ? n : n * product(numbers_after(in.attr("window"), "size"));
+    // A reduction over the lanes (the operand's minor dim) ends in a cross-lane reduction on the
+    // XLU per 8 rows left once the vregs of a row are added up: libtpu's final bundles of
+    // f32[4096,16,128] summed over its 128 lanes on v5e issue one vadd.xlane per input vreg,
+    // spread over the core's XLUs (tests/jax/lane_reduction.sh).
+    if (x && in.opcode == "reduce" && !x->shape.dims.empty()) {
+      const int minor = x->shape.minor_dim();
+      if (std::ranges::count(numbers_in(in.attr("dimensions")), minor) > 0)
+        w.lane_reduced_rows += n / std::max<int64_t>(1, x->shape.dims[minor]);
+    }
   } else if (in.opcode == "convolution" || in.opcode == "dot") {
     w.dots.push_back(dot_of(comp, in, file));
   }
@@ -368,6 +378,11 @@ std::shared_ptr<const Kernel> build(const std::string& name, const HloWork& w, i
   if (w.vpu_elements > 0) {
     const ValueId x = kb.temp("elementwise", {per_step_rows(w.vpu_elements), kLanes}, DType::f32);
     kb.elementwise("VPU work", EwFn::add, {x, x}, -1);
+  }
+  if (w.lane_reduced_rows > 0) {
+    const ValueId x =
+        kb.temp("lane-reduced rows", {ceil_div(w.lane_reduced_rows, steps), kLanes}, DType::f32);
+    kb.reduce("XLU work", x, {1});
   }
   if (w.eup_elements > 0) {
     const ValueId x =

@@ -39,6 +39,7 @@ struct HloTraffic {
 struct HloWork {
   std::vector<HloTraffic> reads, writes;
   int64_t vpu_elements = 0, eup_elements = 0;
+  int64_t lane_reduced_rows = 0;  // rows a reduction sums over the lanes (the XLU's work)
   std::vector<HloDot> dots;
 };
 

@@ -113,6 +113,43 @@ TEST(HloImport, ADotFusionCarriesTheCompilersFlops) {
   EXPECT_EQ(r.hbm_read_bytes, 256 * 512 * 2 + 512 * 256 * 2);
 }
 
+// A reduction over the lanes (the operand's minor dim) ends on the XLU, one cross-lane reduction
+// per 8 rows once a row's vregs are added up: f32[4096,16,128] summed over its 128 lanes is 8192
+// of them, f32[512,4096] summed over its 4096 lanes 64; summed over dim 1 (not minor) none.
+TEST(HloImport, ALaneReductionEndsOnTheXlu) {
+  const char* text = R"(HloModule jit_sums
+
+ENTRY %main (x: f32[4096,16,128], y: f32[512,4096]) -> (f32[4096,16], f32[512], f32[4096,128]) {
+  %x = f32[4096,16,128]{2,1,0:T(8,128)S(1)} parameter(0)
+  %y = f32[512,4096]{1,0:T(8,128)S(1)} parameter(1)
+  %zero = f32[]{:T(128)} constant(0)
+  %lanes = f32[4096,16]{1,0:T(8,128)S(1)} reduce(%x, %zero), dimensions={2}, to_apply=%add
+  %wide = f32[512]{0:T(512)S(1)} reduce(%y, %zero), dimensions={1}, to_apply=%add
+  %rows = f32[4096,128]{1,0:T(8,128)S(1)} reduce(%x, %zero), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[4096,16]{1,0}, f32[512]{0}, f32[4096,128]{1,0}) tuple(%lanes, %wide, %rows)
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[]{:T(128)} parameter(0)
+  %b = f32[]{:T(128)} parameter(1)
+  ROOT %s = f32[]{:T(128)} add(%a, %b)
+}
+)";
+  const HloModule m = parse_hlo(text, "sums.hlo");
+  EXPECT_EQ(m.entry().find("x")->shape.minor_dim(), 2);
+  auto rows = [&](const char* name) {
+    return work_of(m, m.entry(), *m.entry().find(name)).lane_reduced_rows;
+  };
+  EXPECT_EQ(rows("lanes"), 4096 * 16);
+  EXPECT_EQ(rows("wide"), 512);
+  EXPECT_EQ(rows("rows"), 0);
+  // The kernel charges the XLU a cross-lane reduction per 8 of those rows: 8192 for %lanes.
+  const ChipSpec v5e = load_chip("v5e");
+  const auto lanes = work_kernel("lanes", work_of(m, m.entry(), *m.entry().find("lanes")));
+  const RunResult r = simulate_kernel(v5e, lanes);
+  EXPECT_GE(r.cycles, static_cast<int64_t>(8192 / v5e.vpu_cross_lane_per_cycle));
+}
+
 TEST(HloImport, TheCompilersCostModelIsReadBesideTheSimulation) {
   // dot_tanh's one fusion carries "estimated_cycles":"5700" in its backend config: 3.8 us at
   // v5e's 1.5 GHz, once; the simulation of the same kernel is what tpusim adds up.
