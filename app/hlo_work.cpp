@@ -11,6 +11,7 @@
 #include "kernels/tiling.h"
 #include "kernels/transformer.h"
 #include "sim/error.h"
+#include "sim/ir/shape.h"
 #include "sim/ir/validate.h"
 
 namespace tpusim {
@@ -192,17 +193,20 @@ void add_ops(HloWork& w, const HloComputation& comp, const HloInstruction& in,
   } else if (in.opcode == "reduce" || in.opcode == "reduce-window") {
     const HloInstruction* x = comp.find(in.operands.at(0));
     const int64_t n = x ? x->shape.elements() : out;
-    w.vpu_elements +=
-        in.opcode == "reduce" ? n : n * product(numbers_after(in.attr("window"), "size"));
-    // A reduction over the lanes (the operand's minor dim) ends in a cross-lane reduction on the
-    // XLU per 8 rows left once the vregs of a row are added up: libtpu's final bundles of
-    // f32[4096,16,128] summed over its 128 lanes on v5e issue one vadd.xlane per input vreg,
-    // spread over the core's XLUs (tests/jax/lane_reduction.sh).
+    // A reduction over the lanes (the operand's minor dim) adds up each row's vregs on the VPU
+    // and ends in a cross-lane reduction on the XLU per 8 rows (the last vreg of each, which the
+    // kernel's reduce charges): libtpu's final bundles of f32[4096,16,128] summed over its 128
+    // lanes on v5e issue one vadd.xlane per input vreg, spread over the core's XLUs
+    // (tests/jax/lane_reduction.sh).
+    int64_t rows = 0;
     if (x && in.opcode == "reduce" && !x->shape.dims.empty()) {
       const int minor = x->shape.minor_dim();
       if (std::ranges::count(numbers_in(in.attr("dimensions")), minor) > 0)
-        w.lane_reduced_rows += n / std::max<int64_t>(1, x->shape.dims[minor]);
+        rows = n / std::max<int64_t>(1, x->shape.dims[minor]);
     }
+    w.lane_reduced_rows += rows;
+    w.vpu_elements += in.opcode == "reduce" ? std::max<int64_t>(0, n - rows * kLanes)
+                                            : n * product(numbers_after(in.attr("window"), "size"));
   } else if (in.opcode == "convolution" || in.opcode == "dot") {
     w.dots.push_back(dot_of(comp, in, file));
   }
@@ -323,9 +327,6 @@ HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruc
 }
 
 namespace {
-
-// Lanes per row of the 2-D views the synthesized kernels stream.
-constexpr int64_t kLanes = 128, kSublanes = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
