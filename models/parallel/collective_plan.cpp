@@ -156,8 +156,7 @@ CollectiveTime dcn_gradient_all_reduce(const StepConfig& c, double layers_backwa
   const Collective layer = all_reduce((m.params() - m.embedding_params() - m.d_model) / trips);
   const Collective embedding = all_reduce(m.embedding_params() + m.d_model);
   const double per_iteration = collective_seconds(c.chip, layer);
-  const double embedding_links =
-      collective_seconds(c.chip, embedding) - collective_latency_seconds(c.chip, embedding);
+  const double embedding_links = collective_link_seconds(c.chip, embedding);
   const double hidden_behind = layers_backward_s / trips;
   return {
       trips * per_iteration + embedding_links,

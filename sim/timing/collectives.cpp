@@ -6,13 +6,17 @@
 namespace tpusim {
 
 double collective_seconds(const ChipSpec& chip, const Collective& c) {
+  return collective_link_seconds(chip, c) + collective_latency_seconds(chip, c);
+}
+
+double collective_link_seconds(const ChipSpec& chip, const Collective& c) {
   const double n = static_cast<double>(c.axis.size);
   if (n <= 1 || c.bytes <= 0) return 0;
   const double bytes = static_cast<double>(c.bytes);
   if (c.axis.host) return bytes / chip.host_link_bytes_per_s;
   if (c.axis.dcn) {
     const double share = c.kind == CollectiveKind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
-    return share * bytes / chip.dcn_bytes_per_s_per_chip + collective_latency_seconds(chip, c);
+    return share * bytes / chip.dcn_bytes_per_s_per_chip;
   }
   // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
   // An axis over several torus dimensions drives each dimension's links at once.

@@ -10,8 +10,11 @@
 
 namespace tpusim {
 
-// The collective's time alone on its links, latencies included.
+// The collective's time alone on its links, latencies included: the two parts below.
 double collective_seconds(const ChipSpec& chip, const Collective& c);
+
+// The time it holds its links.
+double collective_link_seconds(const ChipSpec& chip, const Collective& c);
 
 // The part of collective_seconds that does not hold the links: on DCN the slices' latency, one
 // per step of a ring over the slices (2 (N - 1) for an all-reduce, N - 1 otherwise), so that

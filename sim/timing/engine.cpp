@@ -117,13 +117,12 @@ class Chip : public sc_core::sc_module {
       if (const auto* c = std::get_if<Collective>(&item.what)) {
         int64_t& free = c->axis.dcn ? dcn_free : link_free[c->axis.name];
         const int64_t start = std::max({now_cycles(), deps, free});
-        const double latency = collective_latency_seconds(chip_, *c);
-        free = start + chip_.s_to_cycles(collective_seconds(chip_, *c) - latency);
+        free = start + chip_.s_to_cycles(collective_link_seconds(chip_, *c));
         rec_.busy(c->axis.host  ? host_unit_
                   : c->axis.dcn ? dcn_unit_
                                 : ici_unit_,
                   start, free, rec_.label(item.name), {.item = static_cast<int>(i)});
-        done[i] = free + chip_.s_to_cycles(latency);
+        done[i] = free + chip_.s_to_cycles(collective_latency_seconds(chip_, *c));
         (*items)[i].start = start;
         (*items)[i].cycles = done[i] - start;
         collectives_done = std::max(collectives_done, done[i]);
