@@ -7,7 +7,8 @@
 
 namespace tpusim {
 
-// Per layer: the FSDP all-gather of its weights hides behind the forward, the second all-gather
+// Per layer: the FSDP all-gathers of its weights run one at a time through the forward, each
+// behind the compute before its weight's use (chained_forward_gathers), the second all-gather
 // behind the recompute + backward, and so does the gradient reduce-scatter except on a pure-FSDP
 // mesh, where the compiled step all-reduces the gradient synchronously; tensor-parallel all-reduces
 // of the activations sit on the critical path (2 in the forward, 2 in the backward, and those of
@@ -36,11 +37,45 @@ double gradient_all_reduce(const StepConfig& c, int64_t bytes, const MeshAxis& f
                             {CollectiveKind::all_reduce, bytes, c.axis("fsdp", shards, false)});
 }
 
+// The forward's FSDP gathers as XLA's latency-hiding scheduler runs them in every compiled layer
+// loop body (C1 main, C3 #41, #42, C5 #11, #14, #24, #44 and the 2-slice #41; docs/step_model.md):
+// one gather in flight at a time, each started when the one before is done and hidden behind
+// the compute between the reads of the weight before and its own. An attention layer's first
+// (its query projection, or the fused qkv) is synchronous in every one of them, over one ring
+// (its emitter is 1-D: 1DAllGatherNonMajorDimImbalanced in #44): nothing comes before it in the
+// body, and in C1's body of three GDN layers and one attention layer XLA hoists it to the top.
+// A GDN layer's first follows the layer before it in the body (C1: asynchronous), taken as
+// hidden behind a layer's last stretch of compute. The parameters no op reads as a weight (norm
+// scales, the conv kernel) are gathered with the first.
+double chained_forward_gathers(const StepConfig& c, const std::vector<ForwardWeight>& weights,
+                               int64_t shard_elements, int64_t bytes_per_element,
+                               const MeshAxis& fsdp, bool first_synchronous) {
+  int64_t read = 0;
+  for (const ForwardWeight& w : weights) read += w.elements;
+  MeshAxis ring = fsdp;
+  ring.torus_dims = 1;
+  const int64_t first_bytes =
+      (weights.front().elements + std::max<int64_t>(0, shard_elements - read)) * bytes_per_element;
+  double exposed =
+      first_synchronous
+          ? collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, ring})
+          : std::max(0.0,
+                     collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, fsdp}) -
+                         weights.back().compute_s);
+  for (size_t i = 1; i < weights.size(); ++i) {
+    const double gather = collective_seconds(
+        c.chip, {CollectiveKind::all_gather, weights[i].elements * bytes_per_element, fsdp});
+    exposed += std::max(0.0, gather - weights[i - 1].compute_s);
+  }
+  return exposed;
+}
+
 }  // namespace
 
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
                                  double forward_s, double backward_s,
-                                 bool backward_gathers_prefetched) {
+                                 bool backward_gathers_prefetched,
+                                 const std::vector<ForwardWeight>& forward_weights) {
   const bool moe_layer = c.model.is_moe() && kind != PartKind::embedding;
   constexpr int64_t kBf16 = byte_size(DType::bf16);
   const LocalSizes l = c.local();
@@ -65,6 +100,12 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     const bool int8_weights = c.int8_matmuls && kind != PartKind::embedding;
     const int64_t gathered = int8_weights ? params / c.mesh.tensor : bytes_bf16;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, fsdp});
+    const double forward_exposed =
+        forward_weights.empty()
+            ? std::max(0.0, ag - forward_s)
+            : chained_forward_gathers(c, forward_weights, params / c.mesh.tensor,
+                                      int8_weights ? 1 : kBf16, fsdp,
+                                      kind == PartKind::attention_layer);
     // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, and
     // XLA runs a synchronous all-gather over one ring (the compiled steps' synchronous gathers
     // name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim), not over the torus's dimensions.
@@ -79,15 +120,15 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
       // body (docs/compiler_import.md, "Whole compiled steps, simulated"): on the critical path.
       const double ar = gradient_all_reduce(c, bytes_bf16, fsdp, int8_weights);
-      exposed += std::max(0.0, ag - forward_s) + ar +
+      exposed += forward_exposed + ar +
                  (backward_gathers_prefetched ? std::max(0.0, ag - backward_s) : backward_ag);
       total += ag + backward_ag + ar;
     } else {
       const double rs =
           collective_seconds(c.chip, {CollectiveKind::reduce_scatter, bytes_grad, fsdp});
-      exposed += std::max(0.0, ag - forward_s) +
-                 (backward_gathers_prefetched ? std::max(0.0, ag + rs - backward_s)
-                                              : backward_ag + std::max(0.0, rs - backward_s));
+      exposed += forward_exposed + (backward_gathers_prefetched
+                                        ? std::max(0.0, ag + rs - backward_s)
+                                        : backward_ag + std::max(0.0, rs - backward_s));
       total += ag + backward_ag + rs;
     }
   }

@@ -38,6 +38,25 @@ class LayerProgram {
     dot(stage, m, n, k, Gradient::lhs);
     dot(stage, k, m, n, Gradient::rhs);
   }
+  // x [m, k] times the weights [k, n_i] side by side (q, k and v; an MLP's two up projections):
+  // one dot, which in the forward pass reads each weight.
+  void weight_dot(const std::string& stage, int64_t m, int64_t k,
+                  std::initializer_list<int64_t> columns) {
+    int64_t n = 0;
+    for (int64_t each : columns) {
+      reads(stage, k * each);
+      n += each;
+    }
+    if (n > 0) dot(stage, m, k, n);
+  }
+  // The next op reads a weight of `elements` (recorded in the forward pass only: the weights'
+  // gathers the step model chains, collective_plan.h).
+  void reads(const std::string& stage, int64_t elements) {
+    if (elements > 0 && is_forward_stage(stage))
+      forward_weights.push_back({static_cast<int>(p.items.size()), elements});
+  }
+  std::vector<WeightRead> forward_weights;
+
   void fusion(const std::string& stage, Fusion f, int64_t rows, int64_t cols) {
     p.add_kernel(kernels::xla_fusion(f, rows, cols), {}, stage);
   }
@@ -89,12 +108,6 @@ RematPolicy kept_by(Pass pass, const StepConfig& c) {
   return pass == Pass::forward ? compute_all : c.layer_remat();
 }
 
-// Columns of the up projection's output the pass computes (one per GELU, two per SwiGLU MLP).
-int64_t mlp_in_columns(const StepConfig& c, const LocalSizes& l, const RematPolicy& keep) {
-  return (keep.saved(A::mlpwi_0) ? 0 : l.mlp) +
-         (c.model.swiglu && !keep.saved(A::mlpwi_1) ? l.mlp : 0);
-}
-
 // An MoE block's per-chip sizes (MaxText layers/moe.py). Routing is taken as balanced: each local
 // expert gets tokens x top_k / experts rows (with expert parallelism on megablox's path the
 // all-to-all brings each chip the rows of its experts from the whole expert axis: the same count;
@@ -135,22 +148,37 @@ void moe_experts_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes
   if (c.moe_sparse_matmul) {
     const int64_t R = s.experts * s.rows;
     lp.fusion(stage, Fusion::residual_add, R, E);  // permute: gather the token copies by expert
-    if (up) lp.grouped_matmul(stage, R, E, 2 * s.width);
+    if (up) {
+      lp.reads(stage, s.experts * E * 2 * s.width);
+      lp.grouped_matmul(stage, R, E, 2 * s.width);
+    }
     lp.fusion(stage, Fusion::swiglu, R, s.width);
-    if (down) lp.grouped_matmul(stage, R, s.width, E);
+    if (down) {
+      lp.reads(stage, s.experts * s.width * E);
+      lp.grouped_matmul(stage, R, s.width, E);
+    }
     lp.fusion(stage, Fusion::residual_add, R, E);  // unpermute and the routing-weighted sum
   } else if (s.capacity > 0) {
     const int64_t slots = l.batch * c.model.moe.experts * s.capacity;
     lp.fusion(stage, Fusion::residual_add, M, c.model.moe.experts * s.capacity);  // the masks
     lp.dot(stage, slots, l.seq, E);  // dispatch "BSM,BSEC -> EBCM" (per sequence, over S)
-    if (up) lp.dot(stage, slots, E, 2 * s.width);
+    if (up) {
+      lp.reads(stage, s.experts * E * 2 * s.width);
+      lp.dot(stage, slots, E, 2 * s.width);
+    }
     lp.fusion(stage, Fusion::swiglu, slots, s.width);
-    if (down) lp.dot(stage, slots, s.width, E);
+    if (down) {
+      lp.reads(stage, s.experts * s.width * E);
+      lp.dot(stage, slots, s.width, E);
+    }
     lp.dot(stage, M, c.model.moe.experts * s.capacity, E);  // combine "EBCM,BSEC -> BSM"
   } else {
-    if (up) lp.dot(stage, M, E, 2 * s.experts * s.width);  // "BSM,EMH -> BSEH"
+    if (up) lp.weight_dot(stage, M, E, {2 * s.experts * s.width});  // "BSM,EMH -> BSEH"
     lp.fusion(stage, Fusion::swiglu, M * s.experts, s.width);
-    if (down) lp.dot(stage, M * s.experts, s.width, E);
+    if (down) {
+      lp.reads(stage, s.experts * s.width * E);
+      lp.dot(stage, M * s.experts, s.width, E);
+    }
     lp.fusion(stage, Fusion::residual_add, M * s.experts, E);  // the weighted sum
   }
 }
@@ -188,12 +216,12 @@ void moe_experts_backward(LayerProgram& lp, const StepConfig& c, const LocalSize
 void moe_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
                  const std::string& stage, const RematPolicy& keep) {
   const int64_t M = l.tokens, E = c.model.d_model, experts = c.model.moe.experts;
-  lp.dot(stage, M, E, experts);
+  lp.weight_dot(stage, M, E, {experts});
   lp.fusion(stage, Fusion::cross_entropy, M, experts);  // softmax over the experts, top-k
   if (const int64_t w = c.model.moe.shared * moe_sizes(c, l).width) {
-    if (!(keep.saved(A::mlpwi_0) && keep.saved(A::mlpwi_1))) lp.dot(stage, M, E, 2 * w);
+    if (!(keep.saved(A::mlpwi_0) && keep.saved(A::mlpwi_1))) lp.weight_dot(stage, M, E, {w, w});
     lp.fusion(stage, Fusion::swiglu, M, w);
-    if (!keep.saved(A::mlpwo)) lp.dot(stage, M, w, E);
+    if (!keep.saved(A::mlpwo)) lp.weight_dot(stage, M, w, {E});
   }
   moe_experts_forward(lp, c, l, stage, keep);
 }
@@ -219,14 +247,20 @@ void mlp_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pas
     lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
     return;
   }
-  if (const int64_t n = mlp_in_columns(c, l, keep)) lp.dot(phase + ": mlp", M, E, n);
+  // MaxText's wi_0 and wi_1 are two weights (one with fused_mlp).
+  const int64_t wi_0 = keep.saved(A::mlpwi_0) ? 0 : l.mlp;
+  const int64_t wi_1 = c.model.swiglu && !keep.saved(A::mlpwi_1) ? l.mlp : 0;
+  if (c.fused_mlp)
+    lp.weight_dot(phase + ": mlp", M, E, {wi_0 + wi_1});
+  else
+    lp.weight_dot(phase + ": mlp", M, E, {wi_0, wi_1});
   // The activation's output is not a named checkpoint: the down projection's backward needs it.
   lp.fusion(phase + ": mlp", c.model.swiglu ? Fusion::swiglu : Fusion::gelu, M, l.mlp);
   // The down projection's output only makes the layer's output through the residual add, and the
   // backward reads neither, so the compiled recompute drops both (C3 #42's and C1 main's compiled
   // backward loops: the MLP's up projections are recomputed, its down projection is not).
   if (pass == Pass::recompute) return;
-  lp.dot(phase + ": mlp", M, l.mlp, E);
+  lp.weight_dot(phase + ": mlp", M, l.mlp, {E});
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
 }
 
@@ -255,18 +289,18 @@ void mla_projections(LayerProgram& lp, const StepConfig& c, const LocalSizes& l,
   const int64_t M = l.tokens, E = c.model.d_model, H = l.q_heads, Dqk = c.model.qk_head_dim();
   if (!keep.saved(A::query_proj)) {
     if (a.q_lora_rank > 0) {
-      lp.dot(stage, M, E, a.q_lora_rank);
+      lp.weight_dot(stage, M, E, {a.q_lora_rank});
       lp.fusion(stage, Fusion::rmsnorm, M, a.q_lora_rank);
-      lp.dot(stage, M, a.q_lora_rank, H * Dqk);
+      lp.weight_dot(stage, M, a.q_lora_rank, {H * Dqk});
     } else {
-      lp.dot(stage, M, E, H * Dqk);
+      lp.weight_dot(stage, M, E, {H * Dqk});
     }
     lp.fusion(stage, Fusion::rope, M, H * a.qk_rope_head_dim);
   }
   if (!keep.saved(A::key_proj) || !keep.saved(A::value_proj)) {
-    lp.dot(stage, M, E, a.kv_lora_rank + a.qk_rope_head_dim);
+    lp.weight_dot(stage, M, E, {a.kv_lora_rank + a.qk_rope_head_dim});
     lp.fusion(stage, Fusion::rmsnorm, M, a.kv_lora_rank);
-    lp.dot(stage, M, a.kv_lora_rank, H * (a.qk_nope_head_dim + a.v_head_dim));
+    lp.weight_dot(stage, M, a.kv_lora_rank, {H * (a.qk_nope_head_dim + a.v_head_dim)});
     lp.fusion(stage, Fusion::rope, M, a.qk_rope_head_dim);
   }
 }
@@ -300,10 +334,14 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   if (c.model.is_mla()) {
     mla_projections(lp, c, l, phase + ": attention proj", keep);
   } else {
-    const int64_t qkv_columns = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) +
-                                (keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh) +
-                                (keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh);
-    if (qkv_columns > 0) lp.dot(phase + ": attention proj", M, E, qkv_columns);
+    const int64_t q = keep.saved(A::query_proj) ? 0 : l.q_heads * Dh,
+                  k = keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh,
+                  v = keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh;
+    // MaxText's query, key and value are three weights (one with fused_qkv).
+    if (c.fused_qkv)
+      lp.weight_dot(phase + ": attention proj", M, E, {q + k + v});
+    else
+      lp.weight_dot(phase + ": attention proj", M, E, {q, k, v});
     if (!keep.saved(A::query_proj))
       lp.fusion(phase + ": attention proj", Fusion::rope, M, l.q_heads * Dh);
     if (!keep.saved(A::key_proj))
@@ -312,12 +350,15 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   if (!keep.saved(A::context))
     lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
   if (!keep.saved(A::out_proj))
-    lp.dot(phase + ": attention proj", M, l.q_heads * c.model.v_head_dim(), E);
+    lp.weight_dot(phase + ": attention proj", M, l.q_heads * c.model.v_head_dim(), {E});
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
   mlp_forward(lp, c, l, pass);
 }
 
-void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pass pass) {
+// `core`: the GDN core's program (forward, recompute and backward), placed in the forward pass
+// where its forward runs, so that the forward's ops stay in the order they run.
+void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pass pass,
+                 const Program* core = nullptr) {
   const std::string phase = phase_name(pass);
   const RematPolicy keep = kept_by(pass, c);
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
@@ -325,14 +366,15 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pas
   lp.fusion(phase + ": norms", Fusion::rmsnorm, M, embed_shard(c));
   // The GDN layer names no checkpoints (xla_lowering.md 3): its projections are recomputed under
   // every policy but "full" recomputes all of them anyway.
-  lp.dot(phase + ": gdn proj", M, E, 2 * K + 2 * V);
-  lp.dot(phase + ": gdn proj", M, E, 2 * l.gdn_value_heads);
+  lp.weight_dot(phase + ": gdn proj", M, E, {2 * K + 2 * V});
+  lp.weight_dot(phase + ": gdn proj", M, E, {2 * l.gdn_value_heads});
   lp.fusion(phase + ": gdn conv + gates", Fusion::causal_conv, M, 2 * K + V);
   lp.fusion(phase + ": gdn conv + gates", Fusion::gdn_gates, M, 2 * l.gdn_value_heads);
   lp.fusion(phase + ": gdn conv + gates", Fusion::residual_add, M,
             2 * V);  // q, k repeated to the value heads
+  if (core) lp.p.append(*core, "gdn core");
   lp.fusion(phase + ": gdn out", Fusion::gated_rmsnorm, M, V);
-  lp.dot(phase + ": gdn out", M, V, E);
+  lp.weight_dot(phase + ": gdn out", M, V, {E});
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
   mlp_forward(lp, c, l, pass);
 }
@@ -363,7 +405,7 @@ kernels::gdn::GdnShape gdn_shape(const StepConfig& c, const LocalSizes& l) {
           c.gdn_chunk, DType::bf16};
 }
 
-Program attention_layer(const StepConfig& c, const LocalSizes& l) {
+LayerPrograms attention_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, Dh = c.model.head_dim, Dv = c.model.v_head_dim();
   attention_forward(lp, c, l, Pass::forward);
@@ -381,14 +423,18 @@ Program attention_layer(const StepConfig& c, const LocalSizes& l) {
     lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
   }
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
-  return lp.p;
+  return {std::move(lp.p), std::move(lp.forward_weights)};
 }
 
-Program gdn_layer(const StepConfig& c, const LocalSizes& l) {
+LayerPrograms gdn_layer(const StepConfig& c, const LocalSizes& l) {
   LayerProgram lp(c);
   const int64_t M = l.tokens, E = c.model.d_model, D = c.model.gdn.head_dim;
   const int64_t K = l.gdn_key_heads * D, V = l.gdn_value_heads * D;
-  gdn_forward(lp, c, l, Pass::forward);
+  // The core: forward, its recompute and its backward (kernels/gdn/layer.cpp), by build.
+  kernels::gdn::LayerOptions options = c.gdn;
+  if (c.mesh.context > 1) options.context = context_axis(c);
+  const Program core = kernels::gdn::layer_core(gdn_shape(c, l), options);
+  gdn_forward(lp, c, l, Pass::forward, &core);
   gdn_forward(lp, c, l, Pass::recompute);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: gdn out", M, V, E);
@@ -398,11 +444,7 @@ Program gdn_layer(const StepConfig& c, const LocalSizes& l) {
   lp.dot_bwd("bwd: gdn proj", M, E, 2 * K + 2 * V);
   lp.dot_bwd("bwd: gdn proj", M, E, 2 * l.gdn_value_heads);
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
-  // The core: forward, its recompute and its backward (kernels/gdn/layer.cpp), by build.
-  kernels::gdn::LayerOptions core = c.gdn;
-  if (c.mesh.context > 1) core.context = context_axis(c);
-  lp.p.append(kernels::gdn::layer_core(gdn_shape(c, l), core), "gdn core");
-  return lp.p;
+  return {std::move(lp.p), std::move(lp.forward_weights)};
 }
 
 Program embedding_and_logits(const StepConfig& c, const LocalSizes& l) {

@@ -11,10 +11,41 @@
 namespace tpusim {
 namespace {
 
+// The forward's weight reads with the forward compute from each to the next (in the forward
+// stages' share of the part's time, as StepPart::forward_s); reads sharing an op split it by
+// their elements.
+std::vector<ForwardWeight> forward_weights(const RunResult& r, const std::vector<WeightRead>& reads,
+                                           double forward_s) {
+  std::vector<int64_t> before(r.items.size() + 1, 0);  // forward cycles before each item
+  for (size_t i = 0; i < r.items.size(); ++i)
+    before[i + 1] = before[i] + (is_forward_stage(r.items[i].stage) ? r.items[i].cycles : 0);
+  const double total = static_cast<double>(before.back());
+  std::vector<double> at;  // where each read starts, in forward cycles
+  for (size_t j = 0; j < reads.size(); ++j) {
+    int64_t item_elements = 0, earlier = 0;
+    for (const WeightRead& other : reads)
+      if (other.item == reads[j].item) item_elements += other.elements;
+    for (size_t k = 0; k < j; ++k)
+      if (reads[k].item == reads[j].item) earlier += reads[k].elements;
+    const int item = reads[j].item;
+    at.push_back(static_cast<double>(before[item]) +
+                 static_cast<double>(before[item + 1] - before[item]) * earlier / item_elements);
+  }
+  std::vector<ForwardWeight> out;
+  for (size_t j = 0; j < reads.size(); ++j) {
+    const double until = j + 1 < reads.size() ? at[j + 1] : total;
+    out.push_back({reads[j].elements, total > 0 ? forward_s * (until - at[j]) / total : 0});
+  }
+  return out;
+}
+
 // `in_backward`: whether the part's items other than those of a "fwd" stage run in the backward
-// pass (layers, logits) or after it (the optimizer).
+// pass (layers, logits) or after it (the optimizer). `reads` (a layer's): its forward's weight
+// reads, returned with their compute windows in `weights`.
 StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count,
-                       const Program& p, bool in_backward) {
+                       const Program& p, bool in_backward,
+                       const std::vector<WeightRead>& reads = {},
+                       std::vector<ForwardWeight>* weights = nullptr) {
   ChipSpec chip = c.chip;
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
@@ -44,6 +75,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   part.forward_s = r.time_s * forward_share;
   part.backward_s = in_backward ? r.time_s - part.forward_s : 0;
   part.recompute_s = in_backward ? r.time_s * recompute_share : 0;
+  if (weights) *weights = forward_weights(r, reads, part.forward_s);
   return part;
 }
 
@@ -55,14 +87,17 @@ StepConfig with_dense_mlp(const StepConfig& c) {
 }
 
 // Builds one part's program and runs the engine's static checks on it; a failure names `key`.
+const Program& program_of(const Program& p) { return p; }
+const Program& program_of(const LayerPrograms& l) { return l.program; }
+
 template <typename Build>
-Program checked_part(const StepConfig& c, const std::string& key, const std::string& part,
-                     Build build) {
+auto checked_part(const StepConfig& c, const std::string& key, const std::string& part, Build build)
+    -> decltype(build()) {
   try {
-    Program p = build();
-    validate(c.chip, p);
-    check_work(p, SimOptions::default_limits());
-    return p;
+    auto built = build();
+    validate(c.chip, program_of(built));
+    check_work(program_of(built), SimOptions::default_limits());
+    return built;
   } catch (const VmemError& e) {
     throw ConfigError(key, fmt::format("the {}: {}", part, e.what()), /*over_vmem=*/true);
   } catch (const WorkLimitError& e) {  // a part's size follows the sequence (and the batch)
@@ -73,10 +108,10 @@ Program checked_part(const StepConfig& c, const std::string& key, const std::str
 }
 
 // The parts are built here exactly as predict_step builds them, so what loads also runs.
-Program attention_part(const StepConfig& c, const LocalSizes& l) {
+LayerPrograms attention_part(const StepConfig& c, const LocalSizes& l) {
   return checked_part(c, "attention", "attention layer", [&] { return attention_layer(c, l); });
 }
-Program gdn_part(const StepConfig& c, const LocalSizes& l) {
+LayerPrograms gdn_part(const StepConfig& c, const LocalSizes& l) {
   return checked_part(c, "gdn", "GDN layer", [&] { return gdn_layer(c, l); });
 }
 Program logits_part(const StepConfig& c, const LocalSizes& l) {
@@ -109,9 +144,10 @@ Program one_of_each_part(const StepConfig& c) {
       item.stage = part + " / " + (item.stage.empty() ? item.name : item.stage);
     p.append(q);
   };
-  if (c.model.attention_layers() > 0) add("attention layer", attention_layer(c, l));
-  if (c.model.moe.dense_layers > 0) add(kDenseMlpLayer, attention_layer(with_dense_mlp(c), l));
-  if (c.model.gdn_layers() > 0) add("gdn layer", gdn_layer(c, l));
+  if (c.model.attention_layers() > 0) add("attention layer", attention_layer(c, l).program);
+  if (c.model.moe.dense_layers > 0)
+    add(kDenseMlpLayer, attention_layer(with_dense_mlp(c), l).program);
+  if (c.model.gdn_layers() > 0) add("gdn layer", gdn_layer(c, l).program);
   add("embedding + logits", embedding_and_logits(c, l));
   return p;
 }
@@ -144,16 +180,19 @@ StepPrediction predict_step(const StepConfig& c) {
   const ModelConfig& m = c.model;
   // Every part is built and checked before any is simulated, so a configuration whose kernels
   // cannot exist fails at once.
-  const Program attention = m.attention_layers() > 0 ? attention_part(c, l) : Program{};
+  const LayerPrograms attention = m.attention_layers() > 0 ? attention_part(c, l) : LayerPrograms{};
   const StepConfig dense = with_dense_mlp(c);
-  const Program dense_mlp = m.moe.dense_layers > 0 ? attention_part(dense, l) : Program{};
-  const Program gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : Program{};
+  const LayerPrograms dense_mlp =
+      m.moe.dense_layers > 0 ? attention_part(dense, l) : LayerPrograms{};
+  const LayerPrograms gdn = m.gdn_layers() > 0 ? gdn_part(c, l) : LayerPrograms{};
   const Program logits = logits_part(c, l), update = optimizer_part(c);
-  auto layer = [&](const StepConfig& of, const std::string& name, int64_t count, const Program& p,
-                   int64_t params, PartKind kind) {
-    StepPart part = simulate_part(of, name, count, p, /*in_backward=*/true);
+  auto layer = [&](const StepConfig& of, const std::string& name, int64_t count,
+                   const LayerPrograms& p, int64_t params, PartKind kind) {
+    std::vector<ForwardWeight> weights;
+    StepPart part = simulate_part(of, name, count, p.program, /*in_backward=*/true,
+                                  p.forward_weights, &weights);
     const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, part.backward_s,
-                                               out.backward_gathers_prefetched);
+                                               out.backward_gathers_prefetched, weights);
     const CollectiveTime host = host_offload(of, kind, part.forward_s, part.backward_s);
     part.collective_s = t.total_s + host.total_s;
     part.exposed_s = t.exposed_s + host.exposed_s;

@@ -133,7 +133,7 @@ TEST(Scenario, MoeLayersRunMaxTextsPath) {
     std::ofstream(f) << base << yaml;
     const Scenario s = load_scenario(f.string());
     std::string names;
-    for (const ProgramItem& item : attention_layer(s.step, s.step.local()).items)
+    for (const ProgramItem& item : attention_layer(s.step, s.step.local()).program.items)
       names += item.name + "\n";
     return names;
   };

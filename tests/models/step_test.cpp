@@ -8,6 +8,7 @@
 #include "kernels/gdn/layer.h"
 #include "models/chip_loader.h"
 #include "models/parallel/collective_plan.h"
+#include "models/workload/layers.h"
 #include "sim/error.h"
 #include "sim/timing/collectives.h"
 
@@ -173,8 +174,8 @@ TEST(Step, TheRematOffloadHidesBehindEachPassOverTheHostLink) {
   c.remat.set(Activation::decoder_layer_input, "device");
   const StepPart none = predict_step(c).parts.at(0);
   const double each = (2048.0 * 8 * 128 * 2 + 2048.0 * 1024 * 2) / 1e6;
-  EXPECT_NEAR(slow.exposed_s - none.exposed_s,
-              (each - slow.forward_s) + (each - slow.backward_s), 1e-9);
+  EXPECT_NEAR(slow.exposed_s - none.exposed_s, (each - slow.forward_s) + (each - slow.backward_s),
+              1e-9);
 }
 
 // On a pure-FSDP mesh the compiled step all-reduces each layer's bf16 gradient synchronously in
@@ -202,6 +203,73 @@ TEST(Step, APureFsdpStepExposesItsGradientAllReduce) {
   c.remat.set(Activation::out_proj, "device");
   const CollectiveTime saved = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, true);
   EXPECT_NEAR(saved.exposed_s, 4 * tp_all_reduce, 1e-15);
+}
+
+// The forward's FSDP gathers run one at a time, as in the compiled layer bodies: an attention
+// layer's first weight (with the parameters no op reads as a weight) is gathered synchronously
+// over one ring; each later weight's gather hides behind the compute between the weight before
+// and its own, only its excess exposed. A GDN layer's first hides behind the layer before it
+// (taken as its own last stretch of the forward).
+TEST(Step, TheForwardGathersRunOneAtATime) {
+  StepConfig c = tiny_step(8);
+  const int64_t q = 1024 * 1024, k = 1024 * 1024, mlp = 1024 * 2 * 4096, norms = 2 * 1024;
+  const int64_t params = q + k + mlp + norms;
+  const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  MeshAxis ring = fsdp;
+  ring.torus_dims = 1;
+  auto gather = [&](int64_t elements, const MeshAxis& axis) {
+    return collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * elements, axis});
+  };
+  ASSERT_GT(gather(q, ring), gather(q, fsdp));  // the synchronous ring is the slower
+  const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * params, fsdp});
+  const double mlp_gather = gather(mlp, fsdp);
+  // The key's gather fits behind the query's stretch; the MLP's gets half of what it needs.
+  std::vector<ForwardWeight> weights = {{q, 1.0}, {k, mlp_gather / 2}, {mlp, 1.0}};
+  const CollectiveTime attention =
+      layer_collectives(c, params, PartKind::attention_layer, 10, 10, true, weights);
+  EXPECT_DOUBLE_EQ(attention.exposed_s, gather(q + norms, ring) + mlp_gather / 2 + ar);
+  const CollectiveTime gdn =
+      layer_collectives(c, params, PartKind::gdn_layer, 10, 10, true, weights);
+  EXPECT_DOUBLE_EQ(gdn.exposed_s, mlp_gather / 2 + ar);
+  // Without the reads (the embedding's part) the gathers hide behind the whole forward.
+  const CollectiveTime whole =
+      layer_collectives(c, params, PartKind::attention_layer, 10, 10, true);
+  EXPECT_DOUBLE_EQ(whole.exposed_s, ar);
+}
+
+// Every weight a layer's forward reads is one the chain gathers: the reads cover the layer's
+// parameters on this chip's tensor shard but its norm scales, conv kernel and gate constants
+// (within 1%), for models of every kind the workloads define, and name q, k and v (or the fused
+// qkv) first.
+TEST(Layers, TheForwardsWeightReadsCoverTheLayersParameters) {
+  for (const char* name : {"llama2-70b", "gpt3-175b", "qwen3-next-dense-8b", "mixtral-8x7b",
+                           "deepseek3-671b", "llama4-maverick-17b-128e", "maxtext-128b"}) {
+    SCOPED_TRACE(name);
+    StepConfig c = tiny_step(8);
+    c.model = load_model(name);
+    c.mesh = {1, 4, 2};
+    c.chips_per_slice = 8;
+    const LocalSizes l = c.local();
+    auto covered = [&](const LayerPrograms& p, int64_t params) {
+      int64_t read = 0;
+      for (const WeightRead& r : p.forward_weights) {
+        EXPECT_TRUE(is_forward_stage(p.program.items.at(r.item).stage));
+        read += r.elements;
+      }
+      // (An MoE router's weight is not split over the tensor axis: read whole, a little over.)
+      EXPECT_NEAR(static_cast<double>(read), static_cast<double>(params / c.mesh.tensor),
+                  0.01 * params / c.mesh.tensor);
+    };
+    if (c.model.attention_layers() > c.model.moe.dense_layers)
+      covered(attention_layer(c, l), c.model.attention_layer_params());
+    if (c.model.gdn_layers() > 0) covered(gdn_layer(c, l), c.model.gdn_layer_params());
+    c.fused_qkv = c.fused_mlp = true;
+    if (!c.model.is_mla() && c.model.attention_layers() > 0) {
+      const LayerPrograms fused = attention_layer(c, l);
+      EXPECT_EQ(fused.forward_weights.front().elements,
+                c.model.d_model * (l.q_heads + 2 * l.kv_heads) * c.model.head_dim);
+    }
+  }
 }
 
 // A backward that cannot hold the next layer's prefetched weights (but can hold the running
