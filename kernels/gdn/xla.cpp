@@ -199,12 +199,18 @@ std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
   return fit_xla_tile(s.heads, [&](int64_t hb) {
     ChunkFusion f("gdn prep bwd", s, hb);
     const int64_t C = s.chunk;
-    for (const char* n : {"q", "k"}) {  // l2norm backward, back to token-major, summed cotangents
-      const std::string N = n;
-      const ValueId dx =
-          f.ew("d" + N + " total", EwFn::add,
-               {f.in("d" + N, C, s.dk, DType::f32), f.in("d" + N + "_xla", C, s.dk, DType::f32)});
-      const ValueId x = f.in(N + " normed", C, s.dk, s.compute);
+    // The cotangents summed per input: q's come from the scan alone; k's from the scan and from
+    // the S backward (which takes in the WY backward's); g's from the scan, the WY and the S
+    // backward; beta's from the WY and the S backward. Then the l2norm backward of q and k (their
+    // normed values are the prep's outputs) and back to token-major.
+    auto sum = [&](const std::string& name, const std::vector<std::string>& parts, int64_t cols) {
+      std::vector<ValueId> in;
+      for (const std::string& part : parts) in.push_back(f.in(part, C, cols, DType::f32));
+      return in.size() == 1 ? in[0] : f.ew(name, EwFn::add, in);
+    };
+    const ValueId dq = sum("dq", {"dq"}, s.dk), dk = sum("dk total", {"dk", "dk_s"}, s.dk);
+    for (const auto& [N, dx] : {std::pair{std::string("q"), dq}, std::pair{std::string("k"), dk}}) {
+      const ValueId x = f.in(N, C, s.dk, s.compute);
       const ValueId proj =
           f.kb.reduce("<d" + N + ", " + N + ">", f.ew("d" + N + " " + N, EwFn::mul, {dx, x}), {2});
       f.out("d" + N + " tokens",
@@ -212,10 +218,8 @@ std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
             s.dk, s.compute);
     }
     f.out("dv tokens", f.in("dv", C, s.dv, DType::f32), C, s.dv, s.compute);
-    f.out("dg tokens",
-          f.ew("dg total", EwFn::add,
-               {f.in("dg", C, 1, DType::f32), f.in("dg_xla", C, 1, DType::f32)}),
-          C, 1, DType::f32);
+    f.out("dg tokens", sum("dg total", {"dg", "dg_wy", "dg_s"}, 1), C, 1, DType::f32);
+    f.out("dbeta tokens", sum("dbeta total", {"dbeta_v", "dbeta_k"}, 1), C, 1, DType::f32);
     return f.kb.build();
   });
 }
@@ -302,7 +306,7 @@ std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {
   return fit_xla_tile(s.heads, [&](int64_t hb) {
     ChunkFusion f("solve vjp ct X^T", s, hb);
     const int64_t C = s.chunk;
-    const ValueId ct = f.in("dA solve", C, C, DType::f32), X = f.in("A", C, C, DType::f32);
+    const ValueId ct = f.in("dA", C, C, DType::f32), X = f.in("A", C, C, DType::f32);
     f.out("dS",
           f.kb.mask("-tril_(ct X^T)", f.kb.scale("-", f.dot("ct X^T", ct, X, nt()), -1.0),
                     MaskKind::strict_lower),
@@ -332,8 +336,12 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
     IterationFusion f("scan w h", s, hb);
     const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32),
                   u = f.in("u[n]", C, Dv, cd), h = f.in("h", Dk, Dv, f32);
-    f.out("v_new", f.ew("v_new = u - w h", EwFn::sub, {u, f.dot("w h", w, h, nn())}), C, Dv, f32);
-    if (save_residuals) f.out("res f32(w)", w, C, Dk, f32);
+    const ValueId v_new = f.ew("v_new = u - w h", EwFn::sub, {u, f.dot("w h", w, h, nn())});
+    f.out("v_new", v_new, C, Dv, f32);
+    if (save_residuals) {
+      f.out("res f32(w)", w, C, Dk, f32);
+      f.out("res v_new", v_new, C, Dv, f32);
+    }
     return f.kb.build();
   }));
   body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
@@ -385,10 +393,12 @@ Program xla_lax_scan_backward(const GdnShape& s) {
     const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32),
                   d_o = f.in("do[n]", C, Dv, f32);
     const ValueId attn = f.in("res attn_i", C, C, f32);
-    f.out("dv_new",
-          f.ew("dv_new", EwFn::add,
-               {f.dot("kd dh", kd, dh, nn()), f.dot("attn_i^T do", attn, d_o, tn())}),
-          C, Dv, f32);
+    const ValueId dv_new = f.ew(
+        "dv_new", EwFn::add, {f.dot("kd dh", kd, dh, nn()), f.dot("attn_i^T do", attn, d_o, tn())});
+    f.out("dv_new", dv_new, C, Dv, f32);
+    // u enters only through v_new = u - w h: its cotangent, stacked over the chunks (the scan's
+    // transpose writes the cotangent of each xs slice), in u's dtype.
+    f.out("du[n]", f.kb.cast("du", dv_new, cd), C, Dv, cd);
     return f.kb.build();
   }));
   fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {

@@ -23,7 +23,7 @@ struct CallRecord {
   std::vector<int64_t> cursor;                        // per core: where its clock ended
   std::vector<int64_t> busy;                          // per unit
   int64_t read = 0, write = 0, flops = 0, mxu_pass_flops = 0, cycles = 0;
-  double hbm_free = 0;  // when the HBM pipe frees
+  int64_t hbm_busy_after = 0;  // how long the HBM pipe stays busy (Hbm::busy_after)
   // Its timeline (when recorded): events relative to the start, and the text of the labels the
   // busy events and spans refer to (their `label` indexes this).
   std::vector<TimelineEvent> events;

@@ -171,7 +171,7 @@ class Chip : public sc_core::sc_module {
     grid_steps_ += k.grid_steps();
     // A call that starts with HBM idle replays an identical earlier call (call_cache.h): within
     // this run as one span on the timeline, from an earlier run with that call's events.
-    const bool idle_start = hbm_.free_at() <= static_cast<double>(t0 + chip_.dma_latency_cycles);
+    const bool idle_start = hbm_.busy_after(t0 + chip_.dma_latency_cycles) <= 0;
     if (options_.fast_forward && idle_start) {
       const CallKey key{kernel_digest(k), chip_digest_, loop_iteration, rec_.keeps_events()};
       std::shared_ptr<const CallRecord> r;
@@ -288,7 +288,7 @@ class Chip : public sc_core::sc_module {
     for (size_t u = 0; u < busy.size(); ++u) r.busy[u] = busy[u] - r.busy[u];
     r.read = hbm_.read_bytes() - r.read;
     r.write = hbm_.write_bytes() - r.write;
-    r.hbm_free = hbm_.free_at() - static_cast<double>(t0);
+    r.hbm_busy_after = hbm_.busy_after(t0);
     r.cycles = now_cycles() - t0;
     rec_.events_since(marks, t0, r.events, r.labels);
   }
@@ -306,7 +306,7 @@ class Chip : public sc_core::sc_module {
       a.cursor = t0 + r.cursor[c];
     }
     for (size_t u = 0; u < r.busy.size(); ++u) rec_.add_busy(static_cast<int>(u), r.busy[u]);
-    hbm_.replay(static_cast<double>(t0) + r.hbm_free, r.read, r.write);
+    hbm_.replay(t0, r.hbm_busy_after, r.read, r.write);
     wait(cycles(r.cycles));
   }
   const Digest& kernel_digest(const Kernel& k) {

@@ -23,10 +23,11 @@ void Hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   const int64_t bytes = gp.get_data_length();
   // The pipe is occupied for a fractional number of cycles, so back-to-back transfers do not
   // each round up; only the completion a requester sees is rounded up to a whole cycle.
-  const double start = std::max(static_cast<double>(requested), free_at_);
-  free_at_ = start + static_cast<double>(bytes) / bytes_per_cycle_;
-  const auto served_start = std::llround(start), served_end = std::llround(free_at_);
-  const auto done = static_cast<int64_t>(std::ceil(free_at_ - 1e-9));
+  const int64_t start = std::max(requested * kSubcycles, free_at_);
+  free_at_ = start + std::llround(static_cast<double>(bytes) * kSubcycles / bytes_per_cycle_);
+  const int64_t served_start = (start + kSubcycles / 2) / kSubcycles,
+                served_end = (free_at_ + kSubcycles / 2) / kSubcycles,
+                done = (free_at_ + kSubcycles - 1) / kSubcycles;
   (gp.is_write() ? write_bytes_ : read_bytes_) += bytes;
   DmaTag* tag = gp.get_extension<DmaTag>();
   if (tag) {

@@ -33,17 +33,22 @@ class Hbm : public sc_core::sc_module {
   Hbm(sc_core::sc_module_name name, const ChipSpec& chip, Recorder& rec);
   int64_t read_bytes() const { return read_bytes_; }
   int64_t write_bytes() const { return write_bytes_; }
-  // The cycle (fractional) at which the pipe is next free.
-  double free_at() const { return free_at_; }
-  // A kernel call replayed (engine.cpp): the pipe frees at `free_at`, having moved the bytes.
-  void replay(double free_at, int64_t read_bytes, int64_t write_bytes) {
-    free_at_ = free_at;
+  // The pipe keeps time in 1/kSubcycles of a cycle, in integers, so that a transfer's occupancy
+  // and every comparison come out the same whatever the absolute time (a double's rounding grows
+  // with it): a call replayed or fast-forwarded at another time behaves as it was simulated.
+  static constexpr int64_t kSubcycles = int64_t{1} << 16;
+  // How long after cycle `t` the pipe is still busy, in 1/kSubcycles (not positive: free).
+  int64_t busy_after(int64_t t) const { return free_at_ - t * kSubcycles; }
+  // A kernel call replayed (engine.cpp): from cycle `t` the pipe is busy for `busy_after`, having
+  // moved the bytes.
+  void replay(int64_t t, int64_t busy_after, int64_t read_bytes, int64_t write_bytes) {
+    free_at_ = t * kSubcycles + busy_after;
     read_bytes_ += read_bytes;
     write_bytes_ += write_bytes;
   }
   // The fast-forward's jump (steady_state.h): the pipe `cycles` later, having moved the bytes.
   void skip(int64_t cycles, int64_t read_bytes, int64_t write_bytes) {
-    free_at_ += static_cast<double>(cycles);
+    free_at_ += cycles * kSubcycles;
     read_bytes_ += read_bytes;
     write_bytes_ += write_bytes;
   }
@@ -53,7 +58,7 @@ class Hbm : public sc_core::sc_module {
   double bytes_per_cycle_;
   Recorder& rec_;
   int unit_;
-  double free_at_ = 0;  // cycles, fractional
+  int64_t free_at_ = 0;  // when the pipe is next free, in 1/kSubcycles
   int64_t read_bytes_ = 0, write_bytes_ = 0;
 };
 

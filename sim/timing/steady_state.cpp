@@ -1,7 +1,6 @@
 #include "sim/timing/steady_state.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 namespace tpusim {
@@ -30,10 +29,7 @@ void SteadyState::record(Record& r) const {
     if (c->point() != TensorCore::Point::done) earliest = std::min(earliest, c->clock());
   }
   // The pipe matters only if it is still busy when the earliest next request can reach it.
-  const double busy_for = hbm_.free_at() - static_cast<double>(earliest + dma_latency_);
-  int64_t pipe_bits = 0;
-  if (busy_for > 0) std::memcpy(&pipe_bits, &busy_for, sizeof pipe_bits);
-  r.state.push_back(pipe_bits);
+  r.state.push_back(std::max<int64_t>(0, hbm_.busy_after(earliest + dma_latency_)));
   const auto& busy = rec_.busy_totals();
   r.counters.insert(r.counters.end(), busy.begin(), busy.end());
   r.counters.insert(r.counters.end(), {hbm_.read_bytes(), hbm_.write_bytes(),

@@ -6,8 +6,8 @@
 // that period's patterns: the cores check how many periods do, and all of them jump over those
 // periods at once, adding the period's counters (time by cause, busy time per unit, bytes, FLOPs,
 // output blocks) once per period skipped. Periods seen are remembered by their state, so a later
-// row of the grid that reaches one jumps on its first observation. The jump is exact up to the
-// rounding of the HBM pipe's fractional cycles at a different absolute time;
+// row of the grid that reaches one jumps on its first observation. The jump is exact (the HBM
+// pipe keeps its fractional cycles in fixed point, so every timing is a shift-invariant integer);
 // `tests/app/golden_test.cpp` holds every kernel and scenario within 0.1% of the full simulation. A
 // timeline keeps the steps simulated and marks each jump with one span on the core's scalar lane
 // (TimelineEvent::op = kFastForwardedSpan).

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "sim/error.h"
+#include "sim/ir/liveness.h"
 
 namespace tpusim {
 
@@ -47,13 +48,21 @@ void TensorCore::prepare(const Kernel& k) {
   }
   if (k.inputs.size() > 64 || k.outputs.size() > 64)
     throw Error(fmt::format("kernel '{}': more than 64 inputs or outputs", k.name));
+  // A block moves its tiles of HBM: an XLA fusion's arrays in XLA's layouts, which put size-1
+  // dims out of the way (f32[.., 128, 1] is {3,4,...:T(1,128)} in the compiled programs), so a
+  // per-token scalar moves its elements, not a lane-padded tile each; a Pallas kernel's block as
+  // Mosaic tiles it in VMEM.
+  auto block_bytes = [&](const BlockSpec& s) {
+    return k.origin == Origin::xla ? hbm_tiled_bytes(s.block_shape, s.array.dtype)
+                                   : tiled_bytes(s.block_shape, s.array.dtype);
+  };
   for (const BlockSpec& s : k.inputs) {
     plan_.operand_labels.push_back(rec_.label("fetch " + s.array.name));
-    plan_.in_bytes.push_back(tiled_bytes(s.block_shape, s.array.dtype));
+    plan_.in_bytes.push_back(block_bytes(s));
   }
   for (const BlockSpec& s : k.outputs) {
     plan_.operand_labels.push_back(rec_.label("write " + s.array.name));
-    plan_.out_bytes.push_back(tiled_bytes(s.block_shape, s.array.dtype));
+    plan_.out_bytes.push_back(block_bytes(s));
   }
 }
 

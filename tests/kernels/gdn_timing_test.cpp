@@ -158,12 +158,16 @@ TEST(GdnTiming, KnobSweepRunsOrReportsVmemOnEveryChip) {
   }
 }
 
-TEST(GdnMemory, TheMainCoresLiveBuffersMatchTheCompilersMemoryAnalysis) {
-  // The compiler's memory analysis of MaxText's main path with remat at C1's shape on v5e
-  // (docs/kernels/gdn.md; python -m tpusim_jax compile
-  // python/examples/maxtext_gdn.py:main_path_train_remat): 1329.1 MiB, of which 13.3 MiB is
-  // code. The generator's layer core (which also holds the q/k l2norm) over its whole program.
-  const double compiler_mib = 1329.1 - 13.3;
+TEST(GdnMemory, TheMainCoresLiveBuffersMatchTheCompilersHeap) {
+  // MaxText's main path with remat at C1's shape compiled for v5e (docs/kernels/gdn.md; python -m
+  // tpusim_jax compile python/examples/maxtext_gdn.py:main_path_train_remat, its buffer
+  // assignment swept over its live ranges, tpusim_jax.compile.hbm_buffers): 1250.0 MiB live at
+  // the heap's peak, in the backward loop, of which 96.8 MiB are the function's arguments, which
+  // XLA holds for the whole program where the generator frees an input after its last read. The
+  // memory analysis says 1329.1 MiB, with temporaries the heap does not hold (docs/compiler_
+  // import.md, "What is live at the peak"). The generator's layer core (which also holds the q/k
+  // l2norm) over its whole program against the heap less the arguments.
+  const double compiler_mib = 1250.0 - 96.8;
   const Liveness l = hbm_liveness(g::layer_core(kC1, {g::Build::main}));
   const double mib = l.peak_bytes / double(1 << 20);
   EXPECT_NEAR(mib, compiler_mib, 0.10 * compiler_mib);
