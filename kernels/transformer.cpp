@@ -220,6 +220,10 @@ std::string name(Fusion f) {
       return "swiglu";
     case Fusion::swiglu_bwd:
       return "swiglu bwd";
+    case Fusion::sigmoid_gate:
+      return "sigmoid gate";
+    case Fusion::sigmoid_gate_bwd:
+      return "sigmoid gate bwd";
     case Fusion::gelu:
       return "gelu";
     case Fusion::gelu_bwd:
@@ -335,11 +339,27 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
         } else {
           const ValueId dh = in("dh", cols, dtype);
           out("dup", ew("dh silu", EwFn::mul, {dh, silu}), cols, dtype);
-          const ValueId dsilu = ew("silu'", EwFn::add,
-                                   {sg, ew("silu (1 - sg)", EwFn::mul,
-                                           {silu, kb.with_scalar("1 - sg", EwFn::sub, sg, 1.0)})});
+          // silu' = sg + silu (1 - sg), as sg + (silu - silu sg) (a scalar is the right operand)
+          const ValueId dsilu = ew(
+              "silu'", EwFn::add,
+              {sg, ew("silu - silu sg", EwFn::sub, {silu, ew("silu sg", EwFn::mul, {silu, sg})})});
           out("dgate", ew("dh up silu'", EwFn::mul, {ew("dh up", EwFn::mul, {dh, up}), dsilu}),
               cols, dtype);
+        }
+        break;
+      }
+      case Fusion::sigmoid_gate:
+      case Fusion::sigmoid_gate_bwd: {
+        const ValueId o = in("o", cols, dtype), gate = in("gate", cols, dtype);
+        const ValueId sg = kb.elementwise("sigmoid gate", EwFn::logistic, {gate}, -1);
+        if (f == Fusion::sigmoid_gate) {
+          out("y", ew("o sigmoid(gate)", EwFn::mul, {o, sg}), cols, dtype);
+        } else {
+          const ValueId dy = in("dy", cols, dtype);
+          out("do", ew("dy sigmoid(gate)", EwFn::mul, {dy, sg}), cols, dtype);
+          const ValueId dsg = ew("sg - sg^2", EwFn::sub, {sg, ew("sg^2", EwFn::mul, {sg, sg})});
+          out("dgate", ew("dy o sg'", EwFn::mul, {ew("dy o", EwFn::mul, {dy, o}), dsg}), cols,
+              dtype);
         }
         break;
       }
@@ -364,9 +384,9 @@ std::shared_ptr<const Kernel> xla_fusion(Fusion f, int64_t rows, int64_t cols, D
           out("dx",
               ew("dy gelu'", EwFn::mul,
                  {dy, ew("gelu'", EwFn::add,
-                         {half, ew("x sech^2 ...", EwFn::mul,
-                                   {x, kb.with_scalar("1 - tanh^2", EwFn::sub,
-                                                      ew("tanh^2", EwFn::mul, {t, t}), 1.0)})})}),
+                         {half, ew("x sech^2 ...", EwFn::sub,
+                                   {x, ew("x tanh^2", EwFn::mul,
+                                          {x, ew("tanh^2", EwFn::mul, {t, t})})})})}),
               cols, dtype);
         }
         break;

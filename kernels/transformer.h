@@ -43,6 +43,8 @@ enum class Fusion {
   rope,    // rotary embedding of q or k
   swiglu,  // silu(gate) * up, from a fused [rows, 2 cols] input
   swiglu_bwd,
+  sigmoid_gate,  // out * sigmoid(gate): Qwen3-Next's gated attention output
+  sigmoid_gate_bwd,
   gelu,
   gelu_bwd,
   residual_add,

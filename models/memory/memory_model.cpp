@@ -146,10 +146,12 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // (bf16) and their gradients (f32) for the whole sequence.
   const int64_t gathered_kv =
       c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * (Dqk + Dv) * (kBf16 + kF32) : 0;
-  const int64_t dense_ws = M * kBf16 *
-                               (4 * Et + 3 * ((l.q_heads + l.kv_heads) * Dqk + l.kv_heads * Dv) +
-                                3 * (m.swiglu ? 2 : 1) * l.mlp) +
-                           (m.attention_layers() > 0 ? gathered_kv : 0);
+  const int64_t dense_ws =
+      M * kBf16 *
+          (4 * Et +
+           3 * (l.q_heads * m.query_projection_dim() + l.kv_heads * Dqk + l.kv_heads * Dv) +
+           3 * (m.swiglu ? 2 : 1) * l.mlp) +
+      (m.attention_layers() > 0 ? gathered_kv : 0);
   const int64_t gdn_ws =
       m.gdn_layers() > 0
           ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)

@@ -334,7 +334,10 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   if (c.model.is_mla()) {
     mla_projections(lp, c, l, phase + ": attention proj", keep);
   } else {
-    const int64_t q = keep.saved(A::query_proj) ? 0 : l.q_heads * Dh,
+    // A gated attention's gate is not a named checkpoint (MaxText names the query after the split,
+    // attentions.py L1324): its half of the query projection is recomputed whatever is saved.
+    const int64_t gate = c.model.gated_attention() ? l.q_heads * Dh : 0;
+    const int64_t q = (keep.saved(A::query_proj) ? 0 : l.q_heads * Dh) + gate,
                   k = keep.saved(A::key_proj) ? 0 : l.kv_heads * Dh,
                   v = keep.saved(A::value_proj) ? 0 : l.kv_heads * Dh;
     // MaxText's query, key and value are three weights (one with fused_qkv).
@@ -349,6 +352,8 @@ void attention_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& 
   }
   if (!keep.saved(A::context))
     lp.kernel(phase + ": attention", kernels::attention_forward(attention_shape(c, l)));
+  if (c.model.gated_attention() && !keep.saved(A::out_proj))
+    lp.fusion(phase + ": attention", Fusion::sigmoid_gate, M, l.q_heads * c.model.v_head_dim());
   if (!keep.saved(A::out_proj))
     lp.weight_dot(phase + ": attention proj", M, l.q_heads * c.model.v_head_dim(), {E});
   lp.fusion(phase + ": norms", Fusion::residual_add, M, embed_shard(c));
@@ -412,6 +417,8 @@ LayerPrograms attention_layer(const StepConfig& c, const LocalSizes& l) {
   attention_forward(lp, c, l, Pass::recompute);
   mlp_backward(lp, c, l);
   lp.dot_bwd("bwd: attention proj", M, l.q_heads * Dv, E);
+  if (c.model.gated_attention())
+    lp.fusion("bwd: attention", Fusion::sigmoid_gate_bwd, M, l.q_heads * Dv);
   lp.fusion("bwd: attention", Fusion::residual_add, M, l.q_heads * Dv);  // di = rowsum(o do)
   lp.kernel("bwd: attention", kernels::attention_backward_dkv(attention_shape(c, l)));
   lp.kernel("bwd: attention", kernels::attention_backward_dq(attention_shape(c, l)));
@@ -420,7 +427,8 @@ LayerPrograms attention_layer(const StepConfig& c, const LocalSizes& l) {
   } else {
     lp.fusion("bwd: attention proj", Fusion::rope, M, l.q_heads * Dh);
     lp.fusion("bwd: attention proj", Fusion::rope, M, l.kv_heads * Dh);
-    lp.dot_bwd("bwd: attention proj", M, E, (l.q_heads + 2 * l.kv_heads) * Dh);
+    lp.dot_bwd("bwd: attention proj", M, E,
+               l.q_heads * c.model.query_projection_dim() + 2 * l.kv_heads * Dh);
   }
   lp.fusion("bwd: norms", Fusion::rmsnorm_bwd, M, embed_shard(c));
   return {std::move(lp.p), std::move(lp.forward_weights)};

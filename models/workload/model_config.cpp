@@ -25,7 +25,8 @@ int64_t ModelConfig::mlp_params() const {
 
 int64_t ModelConfig::attention_params() const {
   if (!is_mla())
-    return d_model * (q_heads + 2 * kv_heads) * head_dim + q_heads * head_dim * d_model;
+    return d_model * q_heads * query_projection_dim() + d_model * 2 * kv_heads * head_dim +
+           q_heads * head_dim * d_model;
   // attention_mla.py L663-745: wq (or wq_a, its norm and wq_b), wkv_a, its norm, wkv_b, out.
   const MlaDims& a = mla;
   const int64_t q = a.q_lora_rank == 0 ? d_model * q_heads * qk_head_dim()

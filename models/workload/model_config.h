@@ -41,6 +41,13 @@ struct ModelConfig {
   MlaDims mla;
 
   bool is_moe() const { return moe.experts > 0; }
+  // A hybrid model runs MaxText's qwen3_next decoder, whose full-attention layers gate their
+  // output: the query projection is twice as wide, a query and a gate per head, and the attention
+  // output is multiplied by sigmoid(gate) before the output projection (MaxText 0.2.5
+  // layers/attentions.py L680-681, L1266-1271, L1363). MaxText's FLOP count leaves the gate out.
+  bool gated_attention() const { return full_attention_interval > 0; }
+  // Columns of the query projection per query head: the query, and the gate if any.
+  int64_t query_projection_dim() const { return qk_head_dim() * (gated_attention() ? 2 : 1); }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   // Per head: the queries' and keys' width, the values' (head_dim both unless MLA).
   int64_t qk_head_dim() const {

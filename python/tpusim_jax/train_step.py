@@ -254,6 +254,9 @@ def build_step(config: dict, devices, slices: int = 1):
 
     experts = _int(config, "num_experts")
     fused_qkv, fused_mlp = config["fused_qkv"] == "true", config["fused_mlp"] == "true"
+    if hybrid and fused_qkv:
+        raise ExportError("fused_qkv=true with decoder_block=qwen3_next: the gated query of "
+                          "Qwen3-Next's attention is not built into a fused projection here")
 
     def mlp_shapes(prefix, lead):
         n = none * len(lead)
@@ -271,9 +274,12 @@ def build_step(config: dict, devices, slices: int = 1):
             out[prefix + "wi_1"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
         return out
 
+    # Qwen3-Next's full attention projects a query and a gate per head (MaxText 0.2.5
+    # layers/attentions.py L680-681: out features (heads, head_dim * 2) for qwen3_next).
+    q_width = 2 * D if hybrid else D
     qkv_weights = {"wqkv": ((cycles, E, H + 2 * KV, D), spec(None, fsdp, "tensor", None))} \
         if fused_qkv else {
-        "wq": ((cycles, E, H, D), spec(None, fsdp, "tensor", None)),
+        "wq": ((cycles, E, H, q_width), spec(None, fsdp, "tensor", None)),
         "wk": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
         "wv": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None))}
     shapes = qkv_weights | {
@@ -368,10 +374,15 @@ def build_step(config: dict, devices, slices: int = 1):
             q, k, v = split_qkv(checkpoint_name(
                 project("bse,ehd->bhsd", h, p, "wqkv", 0), "qkv_proj"))
         else:
-            q = checkpoint_name(project("bse,ehd->bhsd", h, p, "wq", 0), "query_proj")
+            q = project("bse,ehd->bhsd", h, p, "wq", 0)
+            if hybrid:  # split into query and gate (attentions.py L1266-1271)
+                q, gate = jnp.split(q, 2, axis=-1)
+            q = checkpoint_name(q, "query_proj")
             k = checkpoint_name(project("bse,ehd->bhsd", h, p, "wk", 1), "key_proj")
             v = checkpoint_name(project("bse,ehd->bhsd", h, p, "wv", 2), "value_proj")
         o = sharded_attention(q / math.sqrt(D), k, v)
+        if hybrid:  # the attention output gated (attentions.py L1363)
+            o = o * jax.nn.sigmoid(gate)
         o = checkpoint_name(project("bhsd,hde->bse", o, p, "wo", 3), "out_proj")
         return mlp(jax.lax.with_sharding_constraint(x + o, activations), p)
 

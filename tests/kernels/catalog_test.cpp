@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "kernels/tiling.h"
@@ -163,6 +164,49 @@ TEST(XlaFusion, StochasticRoundingQuantizesAsRoundingAndCostsTwoVectorPasses) {
   };
   EXPECT_EQ(vpu(stochastic) - vpu(nearest),
             2 * rows * cols / 1024 / 2 + stochastic->grid_steps() - nearest->grid_steps());
+}
+
+// Values spread over [-2, 2) by a multiplicative hash of their index, in f32.
+HostArray spread(int64_t rows, int64_t cols, uint32_t seed) {
+  HostArray x = HostArray::zeros({rows, cols}, DType::f32);
+  for (size_t i = 0; i < x.data.size(); ++i)
+    x.data[i] = static_cast<float>((i * seed) % 2001) / 500.0f - 2.0f;
+  return x;
+}
+
+// Qwen3-Next's gated attention output, y = o sigmoid(gate), and its backward (do = dy s,
+// dgate = dy o s (1 - s) with s = sigmoid(gate)) against the same formulas in float, run in f32
+// so that only float rounding separates them.
+TEST(XlaFusion, TheSigmoidGateAndItsBackwardMatchTheirFormulas) {
+  const int64_t rows = 16, cols = 256;
+  ArrayMap fwd{{"o", spread(rows, cols, 2654435761u)}, {"gate", spread(rows, cols, 40503u)}};
+  ArrayMap bwd = fwd;
+  bwd["dy"] = spread(rows, cols, 97u);
+  execute(*xla_fusion(Fusion::sigmoid_gate, rows, cols, DType::f32), fwd);
+  execute(*xla_fusion(Fusion::sigmoid_gate_bwd, rows, cols, DType::f32), bwd);
+  for (size_t i = 0; i < fwd.at("o").data.size(); ++i) {
+    const float o = fwd.at("o").data[i], dy = bwd.at("dy").data[i];
+    const float s = 1.0f / (1.0f + std::exp(-fwd.at("gate").data[i]));
+    EXPECT_NEAR(fwd.at("y").data[i], o * s, 1e-5f);
+    EXPECT_NEAR(bwd.at("do").data[i], dy * s, 1e-5f);
+    EXPECT_NEAR(bwd.at("dgate").data[i], dy * o * s * (1 - s), 1e-5f);
+  }
+}
+
+// SwiGLU's backward: dup = dh silu(gate), dgate = dh up silu'(gate) with silu' = s + silu (1 - s),
+// s = sigmoid(gate), against the formulas in float (f32 run).
+TEST(XlaFusion, TheSwigluBackwardMatchesItsFormula) {
+  const int64_t rows = 16, cols = 256;
+  ArrayMap a{{"gate", spread(rows, cols, 2654435761u)},
+             {"up", spread(rows, cols, 40503u)},
+             {"dh", spread(rows, cols, 97u)}};
+  execute(*xla_fusion(Fusion::swiglu_bwd, rows, cols, DType::f32), a);
+  for (size_t i = 0; i < a.at("gate").data.size(); ++i) {
+    const float g = a.at("gate").data[i], up = a.at("up").data[i], dh = a.at("dh").data[i];
+    const float s = 1.0f / (1.0f + std::exp(-g)), silu = g * s;
+    EXPECT_NEAR(a.at("dup").data[i], dh * silu, 1e-5f);
+    EXPECT_NEAR(a.at("dgate").data[i], dh * up * (s + silu * (1 - s)), 1e-5f);
+  }
 }
 
 }  // namespace

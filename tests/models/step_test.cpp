@@ -267,9 +267,34 @@ TEST(Layers, TheForwardsWeightReadsCoverTheLayersParameters) {
     if (!c.model.is_mla() && c.model.attention_layers() > 0) {
       const LayerPrograms fused = attention_layer(c, l);
       EXPECT_EQ(fused.forward_weights.front().elements,
-                c.model.d_model * (l.q_heads + 2 * l.kv_heads) * c.model.head_dim);
+                c.model.d_model * (l.q_heads * c.model.query_projection_dim() +
+                                   2 * l.kv_heads * c.model.head_dim));
     }
   }
+}
+
+// A hybrid model's full attention is MaxText's qwen3_next attention: one projection gives each
+// query head a query and a gate (2 x 32 x 128 columns for C1's model), the attention output is
+// multiplied by sigmoid(gate) in the forward and the recompute, its backward runs once. (MaxText's
+// FLOP count leaves the gate out: Flops.GdnLayersCountEightHvDkDvPerToken counts 32 + 16 heads.)
+TEST(Layers, AHybridModelsAttentionGatesItsOutput) {
+  StepConfig c = tiny_step(8);
+  c.model = load_model("qwen3-next-dense-8b");
+  const int64_t E = 4096, H = 32, KV = 8, D = 128;
+  ASSERT_TRUE(c.model.gated_attention());
+  EXPECT_EQ(c.model.attention_params(), E * 2 * H * D + E * 2 * KV * D + H * D * E);
+  const LayerPrograms p = attention_layer(c, c.local());
+  EXPECT_EQ(p.forward_weights.front().elements, E * 2 * H * D);
+  int forward = 0, recompute = 0, backward = 0;
+  for (const ProgramItem& item : p.program.items) {
+    if (item.name.find("sigmoid gate bwd") != std::string::npos)
+      ++backward;
+    else if (item.name.find("sigmoid gate") != std::string::npos)
+      ++(is_forward_stage(item.stage) ? forward : recompute);
+  }
+  EXPECT_EQ(forward, 1);
+  EXPECT_EQ(recompute, 1);
+  EXPECT_EQ(backward, 1);
 }
 
 // A backward that cannot hold the next layer's prefetched weights (but can hold the running
