@@ -187,9 +187,12 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
   }
   // The group runs as a ring (both directions of each link) over as many torus dimensions as
   // the compiler's emitter drives: "StrategyND{... cores:{16 16}}" two, a 1-D emitter
-  // (1DAllGather...) one.
+  // (1DAllGather...) one. An all-to-all sends each destination its share as a remote DMA in the
+  // direction its routing table gives (NetRouterEmitter's final bundles for 256 v5e chips: one
+  // block of DMAs per link direction, N, W, S and E), which the routers forward hop by hop: it
+  // loads every dimension the group spans (tests/jax/all_to_all_routed.sh).
   const std::string cfg = in.attr("backend_config");
-  int dims = 1;
+  int dims = c.kind == CollectiveKind::all_to_all ? 0 : 1;
   if (const auto at = cfg.find("cores:{"); at != std::string::npos) {
     const std::string sides = cfg.substr(at + 7, cfg.find('}', at) - at - 7);
     dims = 1 + static_cast<int>(std::count(sides.begin(), sides.end(), ' '));

@@ -1,7 +1,8 @@
 #include "models/parallel/mesh.h"
 
 #include <algorithm>
-#include <bit>
+
+#include "sim/timing/collectives.h"
 
 namespace tpusim {
 
@@ -24,11 +25,7 @@ LocalSizes local_sizes(const ModelConfig& m, const Mesh& mesh, int64_t batch_per
 
 MeshAxis slice_axis(const ChipSpec& chip, int64_t chips_per_slice, const Mesh& mesh,
                     const std::string& name, int64_t size, bool tensor_axis) {
-  // Slices are laid out as evenly as the torus allows: 4 chips as 2 x 2, 8 as 2 x 2 x 2, so a
-  // slice spans log2(chips) dimensions up to the torus's own, and at least two.
-  const int log2_chips =
-      std::bit_width(static_cast<uint64_t>(std::max<int64_t>(1, chips_per_slice))) - 1;
-  const int dims = std::min(chip.ici_dims, std::max(2, log2_chips));
+  const int dims = torus_dims_spanned(chip, chips_per_slice);
   MeshAxis a{name, size, chips_per_slice >= chip.ici_wraparound_chips, 1, false};
   a.torus_dims = tensor_axis ? 1 : std::max(1, dims - (mesh.tensor > 1 ? 1 : 0));
   return a;

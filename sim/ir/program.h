@@ -31,7 +31,9 @@ struct MeshAxis {
   std::string name;
   int64_t size = 1;
   bool wraparound = false;
-  int torus_dims = 1;  // torus dimensions the axis spans: each adds its links to the ring
+  // Torus dimensions the axis spans: each adds its links to the ring; 0: every dimension a group
+  // of its size spans on the chip (torus_dims_spanned, sim/timing/collectives.h).
+  int torus_dims = 1;
   bool dcn = false;    // across slices over the data-centre network instead of ICI
   bool host = false;   // between the chip and its host's pinned memory, over the host link
 };

@@ -1,9 +1,15 @@
 #include "sim/timing/collectives.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace tpusim {
+
+int torus_dims_spanned(const ChipSpec& chip, int64_t chips) {
+  const int log2_chips = std::bit_width(static_cast<uint64_t>(std::max<int64_t>(1, chips))) - 1;
+  return std::min(chip.ici_dims, std::max(2, log2_chips));
+}
 
 double collective_seconds(const ChipSpec& chip, const Collective& c) {
   return collective_link_seconds(chip, c) + collective_latency_seconds(chip, c);
@@ -20,7 +26,8 @@ double collective_link_seconds(const ChipSpec& chip, const Collective& c) {
   }
   // A wraparound ring sends half the data each way; a line without wraparound effectively one way.
   // An axis over several torus dimensions drives each dimension's links at once.
-  const int dims = std::max(1, c.axis.torus_dims);
+  const int dims = c.axis.torus_dims > 0 ? c.axis.torus_dims
+                                         : torus_dims_spanned(chip, c.axis.size);
   const double bw =
       chip.ici_efficiency * chip.ici_link_bytes_per_s * (c.axis.wraparound ? 2.0 : 1.0) * dims;
   const double side = std::pow(n, 1.0 / dims);

@@ -10,6 +10,10 @@
 
 namespace tpusim {
 
+// The torus dimensions a group of `chips` spans, laid out as evenly as the torus allows (4 chips
+// as 2 x 2, 8 as 2 x 2 x 2): log2(chips), at least two, at most the chip's own.
+int torus_dims_spanned(const ChipSpec& chip, int64_t chips);
+
 // The collective's time alone on its links, latencies included: the two parts below.
 double collective_seconds(const ChipSpec& chip, const Collective& c);
 

@@ -217,7 +217,7 @@ TEST(Engine, CollectiveOverlapsComputeAndDependentKernelWaits) {
   const auto k = compute_bound(2);
   // 45 MB all-gather over a 4-chip line: 3/4 * 45e6 / 4.5e10 s + 3 hops * 1 us = 753 us.
   const int ag =
-      p.add_collective("ag", {CollectiveKind::all_gather, 45'000'000, {"fsdp", 4, false, false}});
+      p.add_collective("ag", {CollectiveKind::all_gather, 45'000'000, {"fsdp", 4, false, 1}});
   p.add_kernel(k);
   p.add_kernel(k, {ag});
   const RunResult r = simulate(chip, p);
@@ -236,9 +236,9 @@ TEST(Engine, CollectivesOverOneAxisQueueAndOverTwoAxesOverlap) {
     p.name = "two gathers";
     // Each 753 us as above.
     const int a = p.add_collective(
-        "ag a", {CollectiveKind::all_gather, 45'000'000, {first_axis, 4, false, false}});
+        "ag a", {CollectiveKind::all_gather, 45'000'000, {first_axis, 4, false, 1}});
     const int b = p.add_collective(
-        "ag b", {CollectiveKind::all_gather, 45'000'000, {second_axis, 4, false, false}});
+        "ag b", {CollectiveKind::all_gather, 45'000'000, {second_axis, 4, false, 1}});
     p.add_kernel(k, {a, b});
     return simulate(chip, p).cycles;
   };
