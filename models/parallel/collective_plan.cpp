@@ -70,6 +70,28 @@ double chained_forward_gathers(const StepConfig& c, const std::vector<ForwardWei
   return exposed;
 }
 
+// The embedding and the logits as every compiled FSDP step runs them (C1 main, C3 #41, #42, C5
+// #11, #14, #24, the 2-slice #41; docs/step_model.md): the lookup is an all-to-all of the tokens'
+// rows (each chip holds every token's share of the embedding's columns) and its gradient's
+// scatter-add another, without a gather or a reduction of the table; the output projection is
+// gathered once and kept for the backward, and its gradient all-reduced (pure FSDP) or
+// reduce-scattered. Nothing hides them.
+CollectiveTime embedding_fsdp_collectives(const StepConfig& c, const MeshAxis& fsdp) {
+  constexpr int64_t kBf16 = byte_size(DType::bf16);
+  const int64_t rows = c.local().tokens * (c.model.d_model / c.mesh.tensor) * kBf16;
+  const int64_t projection = c.model.vocab * c.model.d_model / c.mesh.tensor;
+  const double lookup = collective_seconds(c.chip, {CollectiveKind::all_to_all, rows, fsdp});
+  const double gather =
+      collective_seconds(c.chip, {CollectiveKind::all_gather, projection * kBf16, fsdp});
+  const double gradient =
+      synchronous_gradient_reduction(c)
+          ? collective_seconds(c.chip, {CollectiveKind::all_reduce, projection * kBf16, fsdp})
+          : collective_seconds(c.chip, {CollectiveKind::reduce_scatter,
+                                        projection * byte_size(c.weight_dtype), fsdp});
+  const double all = 2 * lookup + gather + gradient;
+  return {all, all};
+}
+
 }  // namespace
 
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,
@@ -81,7 +103,11 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
   const LocalSizes l = c.local();
   double exposed = 0, total = 0;
   const int64_t fsdp_size = c.mesh.fsdp * c.mesh.context * c.mesh.expert;
-  if (fsdp_size > 1) {
+  if (fsdp_size > 1 && kind == PartKind::embedding) {
+    const CollectiveTime t = embedding_fsdp_collectives(c, c.axis("fsdp", fsdp_size, false));
+    exposed += t.exposed_s;
+    total += t.total_s;
+  } else if (fsdp_size > 1) {
     // On megablox's path an MoE layer's experts are split over the expert axis: each chip
     // gathers its own experts' weights only (over the rest of the FSDP axes; taken as over the
     // whole one). On the dense einsum path the compiled step gathers every expert's weights over

@@ -207,7 +207,7 @@ StepPrediction predict_step(const StepConfig& c) {
   if (m.gdn_layers() > 0)
     layer(c, "gdn layer", m.gdn_layers(), gdn, m.gdn_layer_params(), PartKind::gdn_layer);
   StepPart emb = simulate_part(c, "embedding + logits", 1, logits, /*in_backward=*/true);
-  // Nothing hides the embedding's first gather and last scatter: all of it is exposed.
+  // Nothing hides the embedding's and the logits' collectives: all of them are exposed.
   emb.collective_s = emb.exposed_s =
       layer_collectives(c, m.embedding_params(), PartKind::embedding, emb.forward_s, emb.backward_s,
                         out.backward_gathers_prefetched)

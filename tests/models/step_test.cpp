@@ -297,6 +297,24 @@ TEST(Layers, AHybridModelsAttentionGatesItsOutput) {
   EXPECT_EQ(backward, 1);
 }
 
+// The embedding and logits as the compiled FSDP steps run them: the lookup and its gradient's
+// scatter-add are all-to-alls of the chip's token rows (2 x 1024 tokens x 1024 x 2 B), the output
+// projection (32768 x 1024 bf16) is gathered once and its gradient all-reduced on a pure-FSDP
+// mesh; the embedding table is neither gathered nor reduced. All of it exposed.
+TEST(Step, TheEmbeddingIsLookedUpByAllToAll) {
+  const StepConfig c = tiny_step(8);
+  const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  const int64_t rows = 2 * 1024 * 1024 * 2, projection = 32768 * 1024 * 2;
+  const double expected =
+      2 * collective_seconds(c.chip, {CollectiveKind::all_to_all, rows, fsdp}) +
+      collective_seconds(c.chip, {CollectiveKind::all_gather, projection, fsdp}) +
+      collective_seconds(c.chip, {CollectiveKind::all_reduce, projection, fsdp});
+  const CollectiveTime t =
+      layer_collectives(c, c.model.embedding_params(), PartKind::embedding, 1, 1, true);
+  EXPECT_DOUBLE_EQ(t.total_s, expected);
+  EXPECT_DOUBLE_EQ(t.exposed_s, expected);
+}
+
 // A backward that cannot hold the next layer's prefetched weights (but can hold the running
 // layer's) gathers synchronously, as the compiled C5 #14 step does over HBM: the peak loses one
 // layer of bf16 weights, and each backward gather is exposed, over one ring (the 1-D emitters its
@@ -545,10 +563,12 @@ TEST(Step, Int8GathersQuantizedWeightsAndReducesGradientsPerLocalShard) {
   const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, true);
   EXPECT_DOUBLE_EQ(t.total_s, 2 * ag + ar);
   EXPECT_DOUBLE_EQ(t.exposed_s, ar);
-  const CollectiveTime e = layer_collectives(c, layer, PartKind::embedding, 1, 1, true);
-  EXPECT_DOUBLE_EQ(e.total_s,
-                   2 * collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp}) +
-                       collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp}));
+  // The embedding's and the logits' collectives stay bf16: as without int8.
+  StepConfig bf16 = c;
+  bf16.int8_matmuls = false;
+  const int64_t embedding = c.model.embedding_params();
+  EXPECT_DOUBLE_EQ(layer_collectives(c, embedding, PartKind::embedding, 1, 1, true).total_s,
+                   layer_collectives(bf16, embedding, PartKind::embedding, 1, 1, true).total_s);
 }
 
 StepConfig context_parallel(int64_t context) {
