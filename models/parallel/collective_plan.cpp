@@ -37,6 +37,13 @@ double gradient_all_reduce(const StepConfig& c, int64_t bytes, const MeshAxis& f
                             {CollectiveKind::all_reduce, bytes, c.axis("fsdp", shards, false)});
 }
 
+// The axis as one ring: XLA's synchronous all-gathers run over one torus dimension (the compiled
+// steps' name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim).
+MeshAxis one_ring(MeshAxis axis) {
+  axis.torus_dims = 1;
+  return axis;
+}
+
 // The forward's FSDP gathers as XLA's latency-hiding scheduler runs them in every compiled layer
 // loop body (C1 main, C3 #41, #42, C5 #11, #14, #24, #44 and the 2-slice #41; docs/step_model.md):
 // one gather in flight at a time, each started when the one before is done and hidden behind
@@ -52,13 +59,11 @@ double chained_forward_gathers(const StepConfig& c, const std::vector<ForwardWei
                                const MeshAxis& fsdp, bool first_synchronous) {
   int64_t read = 0;
   for (const ForwardWeight& w : weights) read += w.elements;
-  MeshAxis ring = fsdp;
-  ring.torus_dims = 1;
   const int64_t first_bytes =
       (weights.front().elements + std::max<int64_t>(0, shard_elements - read)) * bytes_per_element;
   double exposed =
       first_synchronous
-          ? collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, ring})
+          ? collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, one_ring(fsdp)})
           : std::max(0.0,
                      collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, fsdp}) -
                          weights.back().compute_s);
@@ -121,9 +126,8 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
                   bytes_grad = params / c.mesh.tensor * byte_size(c.weight_dtype);
     // Under int8 the compiled steps gather a layer's weights already quantized, one byte each
     // (each shard quantized with the scales reduced first: s8 all-gathers in the forward and
-    // backward loops of tests/data/compiled/small_int8 and of B5 #15's compiled step; the
-    // embedding and logits stay bf16).
-    const bool int8_weights = c.int8_matmuls && kind != PartKind::embedding;
+    // backward loops of tests/data/compiled/small_int8 and of B5 #15's compiled step).
+    const bool int8_weights = c.int8_matmuls;
     const int64_t gathered = int8_weights ? params / c.mesh.tensor : bytes_bf16;
     const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, fsdp});
     const double forward_exposed =
@@ -132,15 +136,12 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
             : chained_forward_gathers(c, forward_weights, params / c.mesh.tensor,
                                       int8_weights ? 1 : kBf16, fsdp,
                                       kind == PartKind::attention_layer);
-    // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, and
-    // XLA runs a synchronous all-gather over one ring (the compiled steps' synchronous gathers
-    // name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim), not over the torus's dimensions.
-    MeshAxis ring = fsdp;
-    ring.torus_dims = 1;
+    // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, each
+    // over one ring.
     const double backward_ag =
         backward_gathers_prefetched
             ? ag
-            : collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, ring});
+            : collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, one_ring(fsdp)});
     if (synchronous_gradient_reduction(c)) {
       // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's
