@@ -204,9 +204,10 @@ std::shared_ptr<const Kernel> xla_prep_backward(const GdnShape& s) {
     // backward; beta's from the WY and the S backward. Then the l2norm backward of q and k (their
     // normed values are the prep's outputs) and back to token-major.
     auto sum = [&](const std::string& name, const std::vector<std::string>& parts, int64_t cols) {
-      std::vector<ValueId> in;
-      for (const std::string& part : parts) in.push_back(f.in(part, C, cols, DType::f32));
-      return in.size() == 1 ? in[0] : f.ew(name, EwFn::add, in);
+      ValueId total = f.in(parts.front(), C, cols, DType::f32);
+      for (size_t i = 1; i < parts.size(); ++i)
+        total = f.ew(name, EwFn::add, {total, f.in(parts[i], C, cols, DType::f32)});
+      return total;
     };
     const ValueId dq = sum("dq", {"dq"}, s.dk), dk = sum("dk total", {"dk", "dk_s"}, s.dk);
     for (const auto& [N, dx] : {std::pair{std::string("q"), dq}, std::pair{std::string("k"), dk}}) {

@@ -184,6 +184,11 @@ ValueId KernelBuilder::elementwise(std::string name, EwFn fn, std::vector<ValueI
     const bool select = fn == EwFn::select, predicate = fn >= EwFn::eq && fn <= EwFn::logical_or;
     if (select && op.inputs.size() != 3)
       throw Error(fmt::format("kernel '{}': select '{}' takes 3 operands", k_->name, name));
+    // The others are unary or binary (a binary one's second operand may be the op's scalar): a
+    // third operand would be neither computed nor charged.
+    if (!select && op.inputs.size() > 2)
+      throw Error(fmt::format("kernel '{}': '{}' takes at most 2 operands, not {}", k_->name, name,
+                              op.inputs.size()));
     DType t = value(op.inputs.at(select ? 1 : 0)).dtype;
     for (size_t i = select ? 1 : 0; i < op.inputs.size(); ++i)
       if (value(op.inputs[i]).dtype == DType::f32) t = DType::f32;  // the VPU computes in f32

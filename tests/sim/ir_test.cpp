@@ -44,6 +44,20 @@ TEST(Kernel, DotShapeAndPasses) {
   EXPECT_EQ(k.values[k.body[0].output].shape, (Shape{8, 256, 64}));
 }
 
+// An elementwise op other than select is unary or binary: a third operand would be neither
+// computed nor charged, so the builder refuses it, naming the kernel and the op.
+TEST(Kernel, AnElementwiseOpTakesAtMostTwoOperands) {
+  KernelBuilder kb("three");
+  const ValueId x = kb.temp("x", {8, 128}, DType::f32);
+  kb.elementwise("x + x", EwFn::add, {x, x}, -1);
+  try {
+    kb.elementwise("x + x + x", EwFn::add, {x, x, x}, -1);
+    FAIL() << "expected an operand count error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "kernel 'three': 'x + x + x' takes at most 2 operands, not 3");
+  }
+}
+
 TEST(Validate, VmemUsageCountsBuffersScratchAndLiveTemps) {
   const auto k = kernels::pallas_matmul({4096, 4096, 4096, 512, 1024, 1024});
   const VmemUsage u = vmem_usage(*k);
