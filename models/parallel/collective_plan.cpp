@@ -38,7 +38,7 @@ double gradient_all_reduce(const StepConfig& c, int64_t bytes, const MeshAxis& f
 }
 
 // The axis as one ring: XLA's synchronous all-gathers run over one torus dimension (the compiled
-// steps' name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim).
+// steps' synchronous gathers name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim).
 MeshAxis one_ring(MeshAxis axis) {
   axis.torus_dims = 1;
   return axis;

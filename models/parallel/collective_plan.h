@@ -39,9 +39,10 @@ struct ForwardWeight {
   double compute_s = 0;
 };
 
-// One layer (or the embedding, with `params` its parameters) given its compute time in the
-// forward pass and in the recompute + backward, and whether the backward's FSDP gathers are
-// prefetched (hidden behind it) or synchronous (the memory model's MemoryModel says which).
+// One layer (or the embedding and logits, whose FSDP collectives follow from the model's
+// vocabulary and width rather than `params`) given its compute time in the forward pass and in
+// the recompute + backward, and whether the backward's FSDP gathers are prefetched (hidden behind
+// it) or synchronous (the memory model's MemoryModel says which).
 // `forward_weights` (a layer's): its forward gathers run one at a time, as the compiled layer
 // bodies schedule them (collective_plan.cpp); without them they hide behind the whole forward.
 CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind kind,

@@ -7,8 +7,6 @@
 namespace tpusim {
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 // One item's use of the arrays: read (before any write in the item) and written.
 struct Use {
   std::map<std::string, int64_t> reads, writes;  // name -> bytes
@@ -63,23 +61,6 @@ Use loop_use(const Loop& l, const std::set<std::string>& read_later) {
 }
 
 }  // namespace
-
-int64_t hbm_tiled_bytes(const Shape& shape, DType dtype) {
-  // XLA lays size-1 dims out of the way (f32[.., 128, 1] is {3,4,...:T(1,128)} in the compiled
-  // programs), so only the other dims are tiled.
-  Shape dims;
-  for (int64_t d : shape)
-    if (d != 1) dims.push_back(d);
-  const int64_t size = byte_size(dtype);
-  int64_t elements = 1;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    int64_t n = dims[d];
-    if (d + 1 == dims.size()) n = round_up(n, 128);
-    if (d + 2 == dims.size()) n = round_up(n, 8 * 4 / size);
-    elements *= n;
-  }
-  return elements * size;
-}
 
 Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramItem&)>& include) {
   std::vector<int> items;

@@ -30,9 +30,6 @@ struct Liveness {
   std::vector<LiveBuffer> at_peak;  // the buffers live there, largest first
 };
 
-// Padded HBM bytes of an array.
-int64_t hbm_tiled_bytes(const Shape& shape, DType dtype);
-
 // Over the items `include` accepts (all when empty); collectives hold no buffers here.
 Liveness hbm_liveness(const Program& p,
                       const std::function<bool(const ProgramItem&)>& include = {});

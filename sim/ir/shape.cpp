@@ -42,6 +42,21 @@ int64_t tiled_bytes(const Shape& s, DType t) {
   return leading(s) * rows * cols * byte_size(t);
 }
 
+int64_t hbm_tiled_bytes(const Shape& s, DType t) {
+  Shape dims;
+  for (int64_t d : s)
+    if (d != 1) dims.push_back(d);
+  const int64_t size = byte_size(t);
+  int64_t elements = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t n = dims[d];
+    if (d + 1 == dims.size()) n = ceil_to(n, kLanes);
+    if (d + 2 == dims.size()) n = ceil_to(n, kSublanes * 4 / size);
+    elements *= n;
+  }
+  return elements * size;
+}
+
 int64_t vreg_count(const Shape& s) {
   return leading(s) * ((second_minor(s) + kSublanes - 1) / kSublanes) *
          ((minor(s) + kLanes - 1) / kLanes);

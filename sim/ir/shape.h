@@ -23,6 +23,9 @@ std::string to_string(const Shape& s);
 // Bytes a tensor occupies in the tiled layout: the last dim is padded to 128 lanes and the
 // second-last to 8 sublanes (32-bit) or 16 (packed 16-bit) or 32 (8-bit). Leading dims are free.
 int64_t tiled_bytes(const Shape& s, DType t);
+// Bytes an array occupies in HBM as XLA lays it out: size-1 dims put out of the way
+// (f32[.., 128, 1] is {3,4,...:T(1,128)} in the compiled programs), the others tiled as above.
+int64_t hbm_tiled_bytes(const Shape& s, DType t);
 
 // Number of 32-bit (8, 128) vregs the VPU touches to process every element of `s` once.
 // Sub-32-bit data is upcast for elementwise work (PALLAS-details), so the count is dtype-free.

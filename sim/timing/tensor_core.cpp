@@ -6,7 +6,6 @@
 #include <limits>
 
 #include "sim/error.h"
-#include "sim/ir/liveness.h"
 
 namespace tpusim {
 
