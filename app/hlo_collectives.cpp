@@ -187,12 +187,18 @@ std::optional<Collective> hlo_collective(const HloModule& m, const HloInstructio
   }
   // The group runs as a ring (both directions of each link) over as many torus dimensions as
   // the compiler's emitter drives: "StrategyND{... cores:{16 16}}" two, a 1-D emitter
-  // (1DAllGather...) one. An all-to-all sends each destination its share as a remote DMA in the
-  // direction its routing table gives (NetRouterEmitter's final bundles for 256 v5e chips: one
-  // block of DMAs per link direction, N, W, S and E), which the routers forward hop by hop: it
-  // loads every dimension the group spans (tests/jax/all_to_all_routed.sh).
+  // (1DAllGather...) one, and so does an async collective fusion's gather, which names none (its
+  // final bundles forward shards both ways round one ring; tests/jax/weight_gathers.sh). An
+  // all-to-all sends each destination its share as a remote DMA in the direction its routing
+  // table gives (NetRouterEmitter's final bundles for 256 v5e chips: one block of DMAs per link
+  // direction, N, W, S and E), which the routers forward hop by hop: it loads every dimension the
+  // group spans (tests/jax/all_to_all_routed.sh), as does v5e's AllGatherWithNetRouterEmitter,
+  // which sends each shard in all four directions.
   const std::string cfg = in.attr("backend_config");
-  int dims = c.kind == CollectiveKind::all_to_all ? 0 : 1;
+  const bool routed =
+      c.kind == CollectiveKind::all_to_all ||
+      cfg.find("\"emitter\":\"AllGatherWithNetRouterEmitter\"") != std::string::npos;
+  int dims = routed ? 0 : 1;
   if (const auto at = cfg.find("cores:{"); at != std::string::npos) {
     const std::string sides = cfg.substr(at + 7, cfg.find('}', at) - at - 7);
     dims = 1 + static_cast<int>(std::count(sides.begin(), sides.end(), ' '));

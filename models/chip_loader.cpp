@@ -81,9 +81,19 @@ Setter megacore_split() {
   };
 }
 
+Setter synchronous_weight_gather() {
+  return [](ChipSpec& c, const std::string& file, const YAML::Node& n, const std::string& key) {
+    const std::string v = n.IsScalar() ? n.Scalar() : "";
+    if (v != "routed" && v != "ring")
+      yaml_fail(file, n, key, fmt::format("'{}' is not a gather form: routed or ring", v));
+    c.routed_weight_gathers = v == "routed";
+  };
+}
+
 const std::map<std::string, Setter>& fields() {
   static const std::map<std::string, Setter> f = {
       {"megacore_split", megacore_split()},
+      {"synchronous_weight_gather", synchronous_weight_gather()},
       {"clock_hz", field(&ChipSpec::clock_hz, "a number", {0, false, kMaxClockHz})},
       {"tensorcores", field(&ChipSpec::tensorcores, "an integer", kUnits)},
       {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer", kUnits)},

@@ -76,6 +76,10 @@ struct ChipSpec {
   double ici_link_bytes_per_s = 0;  // one direction, one link
   double ici_hop_latency_s = 0;
   double ici_efficiency = 1;  // achieved fraction of the links' bandwidth in a collective
+  // Whether the compiler routes a synchronous all-gather of a weight over every torus dimension
+  // (v5e's AllGatherWithNetRouterEmitter: a DMA per link direction) rather than around one ring
+  // in both directions (1DAllGather..., the form of every asynchronous gather on every chip).
+  bool routed_weight_gathers = false;
   double dcn_bytes_per_s_per_chip = 0;
   // What each slice adds to a reduction over DCN beyond its bandwidth, per step of a ring over
   // the slices (calibrated; no public figure).

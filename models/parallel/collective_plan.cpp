@@ -1,20 +1,21 @@
 #include "models/parallel/collective_plan.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/memory/memory_model.h"
 #include "sim/timing/collectives.h"
 
 namespace tpusim {
 
-// Per layer: the FSDP all-gathers of its weights run one at a time through the forward, each
-// behind the compute before its weight's use (chained_forward_gathers), the second all-gather
-// behind the recompute + backward, and so does the gradient reduce-scatter except on a pure-FSDP
-// mesh, where the compiled step all-reduces the gradient synchronously; tensor-parallel all-reduces
-// of the activations sit on the critical path (2 in the forward, 2 in the backward, and those of
-// the projections the recompute runs). Under context parallelism an attention layer all-gathers the
-// keys and values over the context axis before its attention kernel (forward and recompute) and
-// reduce-scatters their gradients after it: on the critical path.
+// Per layer: the FSDP all-gathers of its weights run one at a time through the forward, placed
+// bottom-up behind the compute before each weight's use (chained_forward_gathers), the second
+// all-gather behind the recompute + backward, and so does the gradient reduce-scatter except on a
+// pure-FSDP mesh, where the compiled step all-reduces the gradient synchronously; tensor-parallel
+// all-reduces of the activations sit on the critical path (2 in the forward, 2 in the backward,
+// and those of the projections the recompute runs). Under context parallelism an attention layer
+// all-gathers the keys and values over the context axis before its attention kernel (forward and
+// recompute) and reduce-scatters their gradients after it: on the critical path.
 bool synchronous_gradient_reduction(const StepConfig& c) {
   // With tensor parallelism (C5 #24, #44) the compiled backward loop holds no gradient
   // all-reduce; nothing was compiled with the expert or context axes and the runs' flags.
@@ -37,42 +38,56 @@ double gradient_all_reduce(const StepConfig& c, int64_t bytes, const MeshAxis& f
                             {CollectiveKind::all_reduce, bytes, c.axis("fsdp", shards, false)});
 }
 
-// The axis as one ring: XLA's synchronous all-gathers run over one torus dimension (the compiled
-// steps' synchronous gathers name 1-D emitters: 1DAllGatherOnMajorDim/NonMajorDim).
+// The axis as one ring, both ways round.
 MeshAxis one_ring(MeshAxis axis) {
   axis.torus_dims = 1;
   return axis;
 }
 
-// The forward's FSDP gathers as XLA's latency-hiding scheduler runs them in every compiled layer
-// loop body (C1 main, C3 #41, #42, C5 #11, #14, #24, #44 and the 2-slice #41; docs/step_model.md):
-// one gather in flight at a time, each started when the one before is done and hidden behind
-// the compute between the reads of the weight before and its own. An attention layer's first
-// (its query projection, or the fused qkv) is synchronous in every one of them, over one ring
-// (its emitter is 1-D: 1DAllGatherNonMajorDimImbalanced in #44): nothing comes before it in the
-// body, and in C1's body of three GDN layers and one attention layer XLA hoists it to the top.
-// A GDN layer's first follows the layer before it in the body (C1: asynchronous), taken as
-// hidden behind a layer's last stretch of compute. The parameters no op reads as a weight (norm
-// scales, the conv kernel) are gathered with the first.
+// How XLA moves a weight's FSDP gather. An asynchronous one (an async collective fusion's)
+// forwards shards around one ring both ways on every chip: the final bundles of a scan of weights
+// sharded over 256 chips (v5e and v6e) receive two shards per step inside the carrying fusion. A
+// synchronous one goes the same way, or over every torus dimension where the chip's compiler
+// routes it (synchronous_weight_gather: v5e's AllGatherWithNetRouterEmitter sends each shard in
+// all four link directions; tests/jax/weight_gathers.sh).
+MeshAxis async_gather_axis(const MeshAxis& fsdp) { return one_ring(fsdp); }
+MeshAxis sync_gather_axis(const StepConfig& c, const MeshAxis& fsdp) {
+  return c.chip.routed_weight_gathers ? fsdp : one_ring(fsdp);
+}
+
+// The forward's FSDP gathers as XLA's latency-hiding scheduler places them in every compiled layer
+// loop body (C1 main, C3 #41, #42, C5 #11, #14, #24, #44 and the 2-slice #41; docs/step_model.md).
+// It schedules bottom-up with one gather in flight: the last weight's gather ends at its read and
+// starts as late as its time allows; each earlier one ends by its own read or by the start of the
+// one after, whichever comes first. What that chain needs beyond the compute before the body's
+// top is exposed. In an attention layer nothing comes before the top (its query projection or
+// fused qkv gather is synchronous in all eight bodies), and a gather the chain pushes wholly above
+// the top is synchronous too: #11's query, key/value and output projection gathers
+// all sit synchronous at the top of its body, while the MLP's up projection gather hides behind
+// the whole attention block. A GDN layer's
+// chain may reach into the layer before it (C1: its first gather is asynchronous), as far as the
+// compute after that layer's last read. The parameters no op reads as a weight (norm scales, the
+// conv kernel) are gathered with the first.
 double chained_forward_gathers(const StepConfig& c, const std::vector<ForwardWeight>& weights,
                                int64_t shard_elements, int64_t bytes_per_element,
                                const MeshAxis& fsdp, bool first_synchronous) {
   int64_t read = 0;
   for (const ForwardWeight& w : weights) read += w.elements;
-  const int64_t first_bytes =
-      (weights.front().elements + std::max<int64_t>(0, shard_elements - read)) * bytes_per_element;
-  double exposed =
-      first_synchronous
-          ? collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, one_ring(fsdp)})
-          : std::max(0.0,
-                     collective_seconds(c.chip, {CollectiveKind::all_gather, first_bytes, fsdp}) -
-                         weights.back().compute_s);
-  for (size_t i = 1; i < weights.size(); ++i) {
-    const double gather = collective_seconds(
-        c.chip, {CollectiveKind::all_gather, weights[i].elements * bytes_per_element, fsdp});
-    exposed += std::max(0.0, gather - weights[i - 1].compute_s);
+  std::vector<double> read_at(weights.size(), 0.0);  // in forward seconds from the body's top
+  for (size_t i = 1; i < weights.size(); ++i)
+    read_at[i] = read_at[i - 1] + weights[i - 1].compute_s;
+  double start = std::numeric_limits<double>::infinity();  // of the gather after
+  for (size_t i = weights.size(); i-- > 0;) {
+    int64_t elements = weights[i].elements;
+    if (i == 0) elements += std::max<int64_t>(0, shard_elements - read);
+    const double end = std::min(read_at[i], start);
+    const bool synchronous = first_synchronous && end <= 0;
+    start = end - collective_seconds(
+                      c.chip, {CollectiveKind::all_gather, elements * bytes_per_element,
+                               synchronous ? sync_gather_axis(c, fsdp) : async_gather_axis(fsdp)});
   }
-  return exposed;
+  const double before_top = first_synchronous ? 0.0 : weights.back().compute_s;
+  return std::max(0.0, -start - before_top);
 }
 
 // The embedding and the logits as every compiled FSDP step runs them (C1 main, C3 #41, #42, C5
@@ -86,8 +101,9 @@ CollectiveTime embedding_fsdp_collectives(const StepConfig& c, const MeshAxis& f
   const int64_t rows = c.local().tokens * (c.model.d_model / c.mesh.tensor) * kBf16;
   const int64_t projection = c.model.vocab * c.model.d_model / c.mesh.tensor;
   const double lookup = collective_seconds(c.chip, {CollectiveKind::all_to_all, rows, fsdp});
+  // A synchronous gather with a 1-D emitter in every compiled step (1DAllGatherNonMajorDim...).
   const double gather =
-      collective_seconds(c.chip, {CollectiveKind::all_gather, projection * kBf16, fsdp});
+      collective_seconds(c.chip, {CollectiveKind::all_gather, projection * kBf16, one_ring(fsdp)});
   const double gradient =
       synchronous_gradient_reduction(c)
           ? collective_seconds(c.chip, {CollectiveKind::all_reduce, projection * kBf16, fsdp})
@@ -129,19 +145,20 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     // backward loops of tests/data/compiled/small_int8 and of B5 #15's compiled step).
     const bool int8_weights = c.int8_matmuls;
     const int64_t gathered = int8_weights ? params / c.mesh.tensor : bytes_bf16;
-    const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, fsdp});
+    const double ag =
+        collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, async_gather_axis(fsdp)});
     const double forward_exposed =
         forward_weights.empty()
             ? std::max(0.0, ag - forward_s)
             : chained_forward_gathers(c, forward_weights, params / c.mesh.tensor,
                                       int8_weights ? 1 : kBf16, fsdp,
                                       kind == PartKind::attention_layer);
-    // A backward whose gathers are not prefetched (memory_model.h) waits for each of them, each
-    // over one ring.
+    // A backward whose gathers are not prefetched (memory_model.h) waits for each of them.
     const double backward_ag =
         backward_gathers_prefetched
             ? ag
-            : collective_seconds(c.chip, {CollectiveKind::all_gather, gathered, one_ring(fsdp)});
+            : collective_seconds(c.chip,
+                                 {CollectiveKind::all_gather, gathered, sync_gather_axis(c, fsdp)});
     if (synchronous_gradient_reduction(c)) {
       // The compiled pure-FSDP steps (C1 main, C3 #41, #42, C5 #14 with their flags) all-reduce
       // each weight's gradient in bf16 and keep their slice, synchronously in the backward loop's

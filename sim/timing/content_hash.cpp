@@ -119,7 +119,7 @@ Digest content_hash(const Kernel& k) {
   return h.digest();
 }
 
-static_assert(field_count<ChipSpec>() == 41, "ChipSpec changed: hash the new field");
+static_assert(field_count<ChipSpec>() == 42, "ChipSpec changed: hash the new field");
 Digest content_hash(const ChipSpec& c) {
   Hasher h;
   h(c.name), h(c.clock_hz), h(c.tensorcores), h(c.megacore_split), h(c.mxus_per_core);
@@ -131,9 +131,10 @@ Digest content_hash(const ChipSpec& c) {
   h(c.vmem_bytes), h(c.scoped_vmem_bytes), h(c.hbm_bytes), h(c.hbm_bytes_per_s);
   h(c.hbm_efficiency), h(c.dma_queues), h(c.dma_latency_cycles), h(c.grid_step_overhead_cycles);
   h(c.while_loop_overhead_cycles), h(c.host_dispatch_s), h(c.ici_dims), h(c.ici_wraparound_chips);
-  h(c.ici_link_bytes_per_s), h(c.ici_hop_latency_s), h(c.ici_efficiency);
-  h(c.dcn_bytes_per_s_per_chip), h(c.dcn_slice_latency_s), h(c.host_link_bytes_per_s), h(c.chips_per_host),
-      h(c.max_slice_chips);
+  h(c.ici_link_bytes_per_s), h(c.ici_hop_latency_s), h(c.ici_efficiency),
+      h(c.routed_weight_gathers);
+  h(c.dcn_bytes_per_s_per_chip), h(c.dcn_slice_latency_s), h(c.host_link_bytes_per_s),
+      h(c.chips_per_host), h(c.max_slice_chips);
   // provenance and value_text: the chip file's documentation, which no simulation reads.
   return h.digest();
 }

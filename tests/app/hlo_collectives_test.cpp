@@ -14,6 +14,7 @@
 #include "app/hlo_work.h"
 #include "kernels/transformer.h"
 #include "models/chip_loader.h"
+#include "sim/timing/collectives.h"
 #include "sim/timing/engine.h"
 #include "tests/error_of.h"
 
@@ -120,6 +121,38 @@ TEST(HloCollectives, ReplicaGroupsOverMeshAxesAndSubAxes) {
   EXPECT_EQ(hlo_async_collective_role(m, *body.find("done")), "AsyncCollectiveDone");
   // The attribute printed over two lines belongs to its instruction.
   EXPECT_NE(body.find("scaled")->attr("frontend_attributes").find("two lines"), std::string::npos);
+}
+
+// v5e's synchronous weight gathers on a major dimension name AllGatherWithNetRouterEmitter, whose
+// final bundles send each shard in all four link directions: routed over every dimension the
+// group spans (torus_dims 0), where a 1-D emitter's gather goes round one ring
+// (tests/jax/weight_gathers.sh).
+TEST(HloCollectives, ARoutedGatherLoadsEveryTorusDimension) {
+  const HloModule m = parse_hlo(R"(HloModule gathers
+
+ENTRY %main (w: bf16[16,32,256]) -> (bf16[4096,32,256], bf16[4096,32,256]) {
+  %w = bf16[16,32,256]{2,1,0:T(8,128)(2,1)} parameter(0)
+  %routed = bf16[4096,32,256]{2,1,0:T(8,128)(2,1)} all-gather(%w), channel_id=1, replica_groups=[1,256]<=[256], dimensions={0}, use_global_device_ids=true, backend_config={"collective_algorithm_config":{"emitter":"AllGatherWithNetRouterEmitter"}}
+  %ring = bf16[4096,32,256]{2,1,0:T(8,128)(2,1)} all-gather(%w), channel_id=2, replica_groups=[1,256]<=[256], dimensions={0}, use_global_device_ids=true, backend_config={"collective_algorithm_config":{"emitter":"1DAllGatherOnMajorDimImbalanced"}}
+  ROOT %t = (bf16[4096,32,256]{2,1,0:T(8,128)(2,1)}, bf16[4096,32,256]{2,1,0:T(8,128)(2,1)}) tuple(%routed, %ring)
+}
+)",
+                                "gathers.hlo");
+  const HloComputation& entry = m.computation("%main");
+  const auto routed = hlo_collective(m, *entry.find("routed"));
+  const auto ring = hlo_collective(m, *entry.find("ring"));
+  ASSERT_TRUE(routed && ring);
+  EXPECT_EQ(routed->axis.size, 256);
+  EXPECT_EQ(routed->axis.torus_dims, 0);  // every dimension the group spans
+  EXPECT_EQ(ring->axis.torus_dims, 1);
+  // On a 16 x 16 v5e torus: both ways round both dimensions' rings (4 links), 8 hops each; one
+  // ring (2 links) of 128 hops.
+  const ChipSpec v5e = load_chip("v5e");
+  const double bytes = 4096.0 * 32 * 256 * 2, link = v5e.ici_efficiency * v5e.ici_link_bytes_per_s;
+  EXPECT_NEAR(collective_seconds(v5e, *routed),
+              255.0 / 256 * bytes / (4 * link) + 16 * v5e.ici_hop_latency_s, 1e-12);
+  EXPECT_NEAR(collective_seconds(v5e, *ring),
+              255.0 / 256 * bytes / (2 * link) + 128 * v5e.ici_hop_latency_s, 1e-12);
 }
 
 TEST(HloCollectives, ALoopWithCollectivesRunsItsIterationsByDataFlow) {

@@ -19,7 +19,7 @@ TEST(ChipLoader, ShippedChipsLoadWithProvenanceForEveryValue) {
   for (const std::string& name : known_chips()) {
     const ChipSpec c = load_chip(name);
     EXPECT_EQ(c.name, name);
-    EXPECT_EQ(c.provenance.size(), 37u) << name;  // every chip parameter
+    EXPECT_EQ(c.provenance.size(), 38u) << name;  // every chip parameter
     for (const auto& [key, p] : c.provenance) EXPECT_FALSE(p.empty()) << key;
   }
   EXPECT_EQ(load_chip("v5p").tensorcores, 2);
@@ -56,6 +56,10 @@ TEST(ChipLoader, UnknownKeyNamesFileLineColumnAndKey) {
 TEST(ChipLoader, MissingProvenanceAndWrongTypeAreErrors) {
   EXPECT_NE(error_of("name: x\nclock_hz:\n  value: 1\n")
                 .find("bad.yaml:3:3: key 'clock_hz': missing provenance"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: x\nsynchronous_weight_gather:\n  value: tree\n  source: s\n")
+                .find("bad.yaml:3:10: key 'synchronous_weight_gather.value': 'tree' is not a "
+                      "gather form: routed or ring"),
             std::string::npos);
   EXPECT_NE(error_of("name: x\nclock_hz:\n  value: fast\n  source: s\n")
                 .find("bad.yaml:3:10: key 'clock_hz.value': expected a number, got 'fast'"),

@@ -186,8 +186,10 @@ TEST(Step, APureFsdpStepExposesItsGradientAllReduce) {
   StepConfig c = tiny_step(8);
   const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
   const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  MeshAxis ring = fsdp;  // asynchronous gathers go round one ring
+  ring.torus_dims = 1;
   const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp});
-  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
+  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, ring});
   ASSERT_TRUE(synchronous_gradient_reduction(c));
   const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, true);
   EXPECT_DOUBLE_EQ(t.exposed_s, ar);
@@ -205,13 +207,15 @@ TEST(Step, APureFsdpStepExposesItsGradientAllReduce) {
   EXPECT_NEAR(saved.exposed_s, 4 * tp_all_reduce, 1e-15);
 }
 
-// The forward's FSDP gathers run one at a time, as in the compiled layer bodies: an attention
-// layer's first weight (with the parameters no op reads as a weight) is gathered synchronously
-// over one ring; each later weight's gather hides behind the compute between the weight before
-// and its own, only its excess exposed. A GDN layer's first hides behind the layer before it
-// (taken as its own last stretch of the forward).
-TEST(Step, TheForwardGathersRunOneAtATime) {
+// The forward's FSDP gathers run one at a time, scheduled bottom-up as in the compiled layer
+// bodies: the last weight's gather ends at its read, each earlier one by its own read or the start
+// of the next. Asynchronous gathers go round one ring; in an attention layer the first (with the
+// parameters no op reads as a weight), and any the chain pushes wholly above the body's top, are
+// synchronous, which v5e routes over both torus dimensions. A GDN layer's chain may reach back
+// into the layer before it by the compute after its last read.
+TEST(Step, TheForwardGathersAreScheduledBottomUp) {
   StepConfig c = tiny_step(8);
+  ASSERT_TRUE(c.chip.routed_weight_gathers);  // v5e
   const int64_t q = 1024 * 1024, k = 1024 * 1024, mlp = 1024 * 2 * 4096, norms = 2 * 1024;
   const int64_t params = q + k + mlp + norms;
   const MeshAxis fsdp = c.axis("fsdp", 8, false);
@@ -220,21 +224,28 @@ TEST(Step, TheForwardGathersRunOneAtATime) {
   auto gather = [&](int64_t elements, const MeshAxis& axis) {
     return collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * elements, axis});
   };
-  ASSERT_GT(gather(q, ring), gather(q, fsdp));  // the synchronous ring is the slower
+  ASSERT_GT(gather(q, ring), gather(q, fsdp));  // the ring is the slower
   const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * params, fsdp});
-  const double mlp_gather = gather(mlp, fsdp);
-  // The key's gather fits behind the query's stretch; the MLP's gets half of what it needs.
-  std::vector<ForwardWeight> weights = {{q, 1.0}, {k, mlp_gather / 2}, {mlp, 1.0}};
-  const CollectiveTime attention =
-      layer_collectives(c, params, PartKind::attention_layer, 10, 10, true, weights);
-  EXPECT_DOUBLE_EQ(attention.exposed_s, gather(q + norms, ring) + mlp_gather / 2 + ar);
-  const CollectiveTime gdn =
-      layer_collectives(c, params, PartKind::gdn_layer, 10, 10, true, weights);
-  EXPECT_DOUBLE_EQ(gdn.exposed_s, mlp_gather / 2 + ar);
+  const double g_q = gather(q + norms, ring), g_k = gather(k, ring), g_mlp = gather(mlp, ring);
+  auto exposed = [&](PartKind kind, const std::vector<ForwardWeight>& weights) {
+    return layer_collectives(c, params, kind, 10, 10, true, weights).exposed_s - ar;
+  };
+  // The MLP's gather needs twice the key's stretch: it starts g_mlp / 2 before the key's read and
+  // the key's gather ends there; both still fit below the query's read, whose synchronous gather
+  // is all that shows (top-down, the MLP's gather would show half).
+  EXPECT_NEAR(exposed(PartKind::attention_layer, {{q, 1.0}, {k, g_mlp / 2}, {mlp, 1.0}}),
+              gather(q + norms, fsdp), 1e-15);
+  // With the query's stretch g_k / 2, the key's gather is pushed wholly above the top: the query
+  // and the key go synchronously, the MLP's start sticks out by g_mlp / 2 - g_k / 2.
+  const std::vector<ForwardWeight> tight = {{q, g_k / 2}, {k, g_mlp / 2}, {mlp, g_q / 2}};
+  EXPECT_NEAR(exposed(PartKind::attention_layer, tight),
+              gather(q + norms, fsdp) + gather(k, fsdp) + g_mlp / 2 - g_k / 2, 1e-15);
+  // A GDN layer's chain is all asynchronous and reaches g_q / 2 into the layer before.
+  EXPECT_NEAR(exposed(PartKind::gdn_layer, tight), g_q / 2 + g_k / 2 + g_mlp / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(exposed(PartKind::gdn_layer, {{q, 1.0}, {k, g_mlp / 2}, {mlp, 1.0}}), 0);
   // Without the reads (the embedding's part) the gathers hide behind the whole forward.
-  const CollectiveTime whole =
-      layer_collectives(c, params, PartKind::attention_layer, 10, 10, true);
-  EXPECT_DOUBLE_EQ(whole.exposed_s, ar);
+  EXPECT_DOUBLE_EQ(layer_collectives(c, params, PartKind::attention_layer, 10, 10, true).exposed_s,
+                   ar);
 }
 
 // Every weight a layer's forward reads is one the chain gathers: the reads cover the layer's
@@ -300,14 +311,17 @@ TEST(Layers, AHybridModelsAttentionGatesItsOutput) {
 // The embedding and logits as the compiled FSDP steps run them: the lookup and its gradient's
 // scatter-add are all-to-alls of the chip's token rows (2 x 1024 tokens x 1024 x 2 B), the output
 // projection (32768 x 1024 bf16) is gathered once and its gradient all-reduced on a pure-FSDP
-// mesh; the embedding table is neither gathered nor reduced. All of it exposed.
+// mesh; the embedding table is neither gathered nor reduced. All of it exposed, the gather round
+// one ring.
 TEST(Step, TheEmbeddingIsLookedUpByAllToAll) {
   const StepConfig c = tiny_step(8);
   const MeshAxis fsdp = c.axis("fsdp", 8, false);
+  MeshAxis ring = fsdp;  // the projection's gather has a 1-D emitter in every compiled step
+  ring.torus_dims = 1;
   const int64_t rows = 2 * 1024 * 1024 * 2, projection = 32768 * 1024 * 2;
   const double expected =
       2 * collective_seconds(c.chip, {CollectiveKind::all_to_all, rows, fsdp}) +
-      collective_seconds(c.chip, {CollectiveKind::all_gather, projection, fsdp}) +
+      collective_seconds(c.chip, {CollectiveKind::all_gather, projection, ring}) +
       collective_seconds(c.chip, {CollectiveKind::all_reduce, projection, fsdp});
   const CollectiveTime t =
       layer_collectives(c, c.model.embedding_params(), PartKind::embedding, 1, 1, true);
@@ -317,9 +331,10 @@ TEST(Step, TheEmbeddingIsLookedUpByAllToAll) {
 
 // A backward that cannot hold the next layer's prefetched weights (but can hold the running
 // layer's) gathers synchronously, as the compiled C5 #14 step does over HBM: the peak loses one
-// layer of bf16 weights, and each backward gather is exposed, over one ring (the 1-D emitters its
-// synchronous gathers name): 7/8 of the bytes over one link (8 v5e chips form a line, no
-// wraparound), 7 hops. A chip too small for either keeps the prefetch and does not fit.
+// layer of bf16 weights, and each backward gather is exposed. On a chip whose synchronous gathers
+// go round one ring (v6e's, v5p's 1-D emitters), as the asynchronous ones everywhere: 7/8 of the
+// bytes over one link (8 chips form a line, no wraparound), 7 hops; v5e routes them over both
+// torus dimensions. A chip too small for either keeps the prefetch and does not fit.
 TEST(Step, ABackwardWithoutRoomToPrefetchGathersSynchronously) {
   StepConfig c = tiny_step(8);
   c.vocab_tiles = 16;  // so a layer's backward, not the logits, is the peak
@@ -339,10 +354,17 @@ TEST(Step, ABackwardWithoutRoomToPrefetchGathersSynchronously) {
       7.0 / 8 * 2 * layer / (c.chip.ici_efficiency * c.chip.ici_link_bytes_per_s) +
       7 * c.chip.ici_hop_latency_s;
   const double ar = collective_seconds(c.chip, {CollectiveKind::all_reduce, 2 * layer, fsdp});
-  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
-  const CollectiveTime t = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, false);
-  EXPECT_NEAR(t.exposed_s, ar + ring_ag, 1e-12);  // the forward's gather still hides
-  EXPECT_NEAR(t.total_s, ag + ring_ag + ar, 1e-12);
+  const double routed_ag =
+      collective_seconds(c.chip, {CollectiveKind::all_gather, 2 * layer, fsdp});
+  ASSERT_LT(routed_ag, ring_ag);
+  const CollectiveTime routed = layer_collectives(c, layer, PartKind::attention_layer, 1, 1, false);
+  EXPECT_NEAR(routed.exposed_s, ar + routed_ag, 1e-12);  // the forward's gather still hides
+  EXPECT_NEAR(routed.total_s, ring_ag + routed_ag + ar, 1e-12);
+  StepConfig ring = c;
+  ring.chip.routed_weight_gathers = false;
+  const CollectiveTime t = layer_collectives(ring, layer, PartKind::attention_layer, 1, 1, false);
+  EXPECT_NEAR(t.exposed_s, ar + ring_ag, 1e-12);
+  EXPECT_NEAR(t.total_s, 2 * ring_ag + ar, 1e-12);
 
   c.chip.hbm_bytes = tight.peak_hbm_bytes - 1;
   const StepPrediction too_small = predict_memory(c);
@@ -554,8 +576,9 @@ TEST(Step, Int8GathersQuantizedWeightsAndReducesGradientsPerLocalShard) {
   c.int8_matmuls = true;
   c.chip.chips_per_host = 4;  // two local shards of the 8-chip FSDP axis
   const int64_t layer = 1024 * 24 * 128 + 8 * 128 * 1024 + 3 * 1024 * 4096 + 2 * 1024;
-  const MeshAxis fsdp = c.axis("fsdp", 8, false);
-  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, layer, fsdp});
+  MeshAxis ring = c.axis("fsdp", 8, false);  // the gathers go round one ring
+  ring.torus_dims = 1;
+  const double ag = collective_seconds(c.chip, {CollectiveKind::all_gather, layer, ring});
   const double ar =
       collective_seconds(c.chip,
                          {CollectiveKind::all_reduce, 2 * layer, c.axis("fsdp", 2, false)}) +
