@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "app/hlo_collectives.h"
 #include "kernels/gdn/xla.h"
 #include "kernels/tiling.h"
 #include "kernels/transformer.h"
@@ -322,7 +323,12 @@ HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruc
     w.writes.push_back({fmt::format("{}.{}", in.name, i), dtype_of_hlo(s.dtype),
                         bytes_written(fused, results[i])});
   }
-  for (const HloInstruction& f : fused.instructions) add_ops(w, fused, f, m.file);
+  for (const HloInstruction& f : fused.instructions) {
+    add_ops(w, fused, f, m.file);
+    if (collective_kind(f.opcode))  // a fusion the async collective fusion hands a collective on
+      if (const auto c = hlo_collective(m, f))
+        w.carried_group = std::max(w.carried_group, c->axis.size);
+  }
   return w;
 }
 
@@ -411,7 +417,11 @@ std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork
     for (const HloDot& d : w.dots) splits = splits && dot_split(d, steps).has_value();
     if (!splits) break;
     auto k = build(name, w, steps);
-    if (vmem_usage(*k).total_bytes <= kernels::kXlaVmemBudget) return k;
+    if (vmem_usage(*k).total_bytes > kernels::kXlaVmemBudget) continue;
+    if (w.carried_group == 0) return k;
+    auto carrier = std::make_shared<Kernel>(*k);
+    carrier->carried_group = w.carried_group;
+    return carrier;
   }
   throw Error(fmt::format("'{}': no tiling of its work fits {} MiB of VMEM", name,
                           kernels::kXlaVmemBudget >> 20));

@@ -41,6 +41,9 @@ struct HloWork {
   int64_t vpu_elements = 0, eup_elements = 0;
   int64_t lane_reduced_rows = 0;  // rows a reduction sums over the lanes (the XLU's work)
   std::vector<HloDot> dots;
+  // The devices of the async collective a fusion carries (XLA's async collective fusion runs a
+  // collective's ring steps inside the fusions beside it; 0: none): Kernel::carried_group.
+  int64_t carried_group = 0;
 };
 
 HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruction& in);

@@ -94,6 +94,8 @@ const std::map<std::string, Setter>& fields() {
   static const std::map<std::string, Setter> f = {
       {"megacore_split", megacore_split()},
       {"synchronous_weight_gather", synchronous_weight_gather()},
+      {"async_collective_setup_cycles_per_device",
+       field(&ChipSpec::async_collective_setup_cycles_per_device, "an integer", kCycles)},
       {"clock_hz", field(&ChipSpec::clock_hz, "a number", {0, false, kMaxClockHz})},
       {"tensorcores", field(&ChipSpec::tensorcores, "an integer", kUnits)},
       {"mxus_per_core", field(&ChipSpec::mxus_per_core, "an integer", kUnits)},

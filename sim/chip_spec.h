@@ -80,6 +80,9 @@ struct ChipSpec {
   // (v5e's AllGatherWithNetRouterEmitter: a DMA per link direction) rather than around one ring
   // in both directions (1DAllGather..., the form of every asynchronous gather on every chip).
   bool routed_weight_gathers = false;
+  // The scalar loop a fusion carrying an async collective runs over the collective's devices
+  // before its own work, in bundles per device (libtpu's final bundles).
+  int64_t async_collective_setup_cycles_per_device = 0;
   double dcn_bytes_per_s_per_chip = 0;
   // What each slice adds to a reduction over DCN beyond its bandwidth, per step of a ring over
   // the slices (calibrated; no public figure).

@@ -39,6 +39,32 @@ std::vector<ForwardWeight> forward_weights(const RunResult& r, const std::vector
   return out;
 }
 
+// XLA's async collective fusion runs a layer's FSDP gathers beside its dot fusions: in C1 main's
+// compiled step every fusion that carries a gather's ring steps is a dot (the layer body's
+// projections, the lax.scan loops' chunk products; 17,847 calls a step), and each runs a scalar
+// loop over the gather's devices before its own work (libtpu's final bundles; the chips'
+// async_collective_setup_cycles_per_device). So with the FSDP axis over `devices` > 1, each XLA
+// dot kernel of a layer carries one.
+std::shared_ptr<const Kernel> carrying(const std::shared_ptr<const Kernel>& k, int64_t devices) {
+  const bool dot =
+      std::ranges::any_of(k->body, [](const Op& op) { return op.kind == OpKind::dot; });
+  if (k->origin != Origin::xla || !dot) return k;
+  auto carrier = std::make_shared<Kernel>(*k);
+  carrier->carried_group = devices;
+  return carrier;
+}
+
+Program carrying_gathers(Program p, int64_t devices) {
+  if (devices <= 1) return p;
+  for (ProgramItem& item : p.items) {
+    if (auto* call = std::get_if<KernelCall>(&item.what))
+      call->kernel = carrying(call->kernel, devices);
+    if (auto* loop = std::get_if<Loop>(&item.what))
+      for (auto& k : loop->body) k = carrying(k, devices);
+  }
+  return p;
+}
+
 // `in_backward`: whether the part's items other than those of a "fwd" stage run in the backward
 // pass (layers, logits) or after it (the optimizer). `reads` (a layer's): its forward's weight
 // reads, returned with their compute windows in `weights`.
@@ -189,8 +215,9 @@ StepPrediction predict_step(const StepConfig& c) {
   auto layer = [&](const StepConfig& of, const std::string& name, int64_t count,
                    const LayerPrograms& p, int64_t params, PartKind kind) {
     std::vector<ForwardWeight> weights;
-    StepPart part = simulate_part(of, name, count, p.program, /*in_backward=*/true,
-                                  p.forward_weights, &weights);
+    const int64_t fsdp = of.mesh.fsdp * of.mesh.context * of.mesh.expert;
+    StepPart part = simulate_part(of, name, count, carrying_gathers(p.program, fsdp),
+                                  /*in_backward=*/true, p.forward_weights, &weights);
     const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, part.backward_s,
                                                out.backward_gathers_prefetched, weights);
     const CollectiveTime host = host_offload(of, kind, part.forward_s, part.backward_s);

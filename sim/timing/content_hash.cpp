@@ -111,15 +111,15 @@ void Hasher::operator()(const Op& op) {
 
 }  // namespace
 
-static_assert(field_count<Kernel>() == 10, "Kernel changed: hash the new field");
+static_assert(field_count<Kernel>() == 11, "Kernel changed: hash the new field");
 Digest content_hash(const Kernel& k) {
   Hasher h;
   h(k.name), h(k.origin), h(k.grid), h(k.semantics), h(k.inputs), h(k.outputs), h(k.scratch);
-  h(k.values), h(k.body), h(k.vmem_limit_bytes);
+  h(k.values), h(k.body), h(k.vmem_limit_bytes), h(k.carried_group);
   return h.digest();
 }
 
-static_assert(field_count<ChipSpec>() == 42, "ChipSpec changed: hash the new field");
+static_assert(field_count<ChipSpec>() == 43, "ChipSpec changed: hash the new field");
 Digest content_hash(const ChipSpec& c) {
   Hasher h;
   h(c.name), h(c.clock_hz), h(c.tensorcores), h(c.megacore_split), h(c.mxus_per_core);
@@ -132,7 +132,7 @@ Digest content_hash(const ChipSpec& c) {
   h(c.hbm_efficiency), h(c.dma_queues), h(c.dma_latency_cycles), h(c.grid_step_overhead_cycles);
   h(c.while_loop_overhead_cycles), h(c.host_dispatch_s), h(c.ici_dims), h(c.ici_wraparound_chips);
   h(c.ici_link_bytes_per_s), h(c.ici_hop_latency_s), h(c.ici_efficiency),
-      h(c.routed_weight_gathers);
+      h(c.routed_weight_gathers), h(c.async_collective_setup_cycles_per_device);
   h(c.dcn_bytes_per_s_per_chip), h(c.dcn_slice_latency_s), h(c.host_link_bytes_per_s),
       h(c.chips_per_host), h(c.max_slice_chips);
   // provenance and value_text: the chip file's documentation, which no simulation reads.

@@ -176,6 +176,10 @@ void TensorCore::begin(const CoreWork& work, KernelCounters* counters, int64_t n
     clock_ += chip_.while_loop_overhead_cycles;
     account_.charge(rec_, Cause::loop_overhead, clock_, work_.item, -1);
   }
+  if (k.carried_group > 0) {  // scalar work before the first grid step
+    clock_ += k.carried_group * chip_.async_collective_setup_cycles_per_device;
+    account_.charge(rec_, Cause::step_overhead, clock_, work_.item, -1);
+  }
   point_ = Point::first_fetch;
 }
 

@@ -155,6 +155,41 @@ ENTRY %main (w: bf16[16,32,256]) -> (bf16[4096,32,256], bf16[4096,32,256]) {
               255.0 / 256 * bytes / (2 * link) + 128 * v5e.ici_hop_latency_s, 1e-12);
 }
 
+// A fusion the async collective fusion hands a collective on to (its computation holds the
+// all-gather beside its own work, as C1's async_collective_fusion.3824) carries the gather's
+// devices: its kernel runs the chip's setup loop over the 256 of them first.
+TEST(HloCollectives, AFusionCarryingAGatherCarriesItsDevices) {
+  const HloModule m = parse_hlo(R"(HloModule carrier
+
+%carry (p0: bf16[16,32,256], p1: f32[128,128]) -> (bf16[4096,32,256], f32[128,128]) {
+  %p0 = bf16[16,32,256]{2,1,0:T(8,128)(2,1)} parameter(0)
+  %p1 = f32[128,128]{1,0:T(8,128)} parameter(1)
+  %ag = bf16[4096,32,256]{2,1,0:T(8,128)(2,1)} all-gather(%p0), channel_id=1, replica_groups=[1,256]<=[256], dimensions={0}, use_global_device_ids=true
+  %sq = f32[128,128]{1,0:T(8,128)} multiply(%p1, %p1)
+  ROOT %t = (bf16[4096,32,256]{2,1,0:T(8,128)(2,1)}, f32[128,128]{1,0:T(8,128)}) tuple(%ag, %sq)
+}
+
+%plain (p0: f32[128,128]) -> f32[128,128] {
+  %p0 = f32[128,128]{1,0:T(8,128)} parameter(0)
+  ROOT %sq = f32[128,128]{1,0:T(8,128)} multiply(%p0, %p0)
+}
+
+ENTRY %main (w: bf16[16,32,256], x: f32[128,128]) -> (bf16[4096,32,256], f32[128,128]) {
+  %w = bf16[16,32,256]{2,1,0:T(8,128)(2,1)} parameter(0)
+  %x = f32[128,128]{1,0:T(8,128)} parameter(1)
+  %y = f32[128,128]{1,0:T(8,128)} fusion(%x), kind=kLoop, calls=%plain
+  ROOT %f = (bf16[4096,32,256]{2,1,0:T(8,128)(2,1)}, f32[128,128]{1,0:T(8,128)}) fusion(%w, %y), kind=kLoop, calls=%carry
+}
+)",
+                                "carrier.hlo");
+  const HloComputation& entry = m.computation("%main");
+  const HloWork carrier = work_of(m, entry, *entry.find("f"));
+  EXPECT_EQ(carrier.carried_group, 256);
+  EXPECT_EQ(carrier.writes.size(), 1u);  // its own product; the gather is handed on
+  EXPECT_EQ(work_kernel("f", carrier)->carried_group, 256);
+  EXPECT_EQ(work_of(m, entry, *entry.find("y")).carried_group, 0);
+}
+
 TEST(HloCollectives, ALoopWithCollectivesRunsItsIterationsByDataFlow) {
   const HloProgram h = import_hlo_module(parse_hlo(kStep, "step.hlo"), {});
   const Program& p = h.program;

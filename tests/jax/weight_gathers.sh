@@ -10,6 +10,9 @@
 #   shard in all four link directions (N, W, S, E): over both torus dimensions.
 # - On v6e the synchronous gathers name 1-D emitters (1DAllGather...): one ring; its asynchronous
 #   ones are carried as on v5e.
+# - Every carrying fusion first runs a scalar loop over the gather's 256 devices (it checks the
+#   ring's routing table): 27 bundles a trip on v5e, 12 on v6e, from its first bundle through its
+#   back branch and the branch's 4 delay bundles (the chips' async_collective_setup_cycles_per_device).
 # Usage: weight_gathers.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -64,6 +67,31 @@ ring_carriers() {  # TOPOLOGY
   done
   echo "$n"
 }
+# Each carrier's first loop, as "bundles-per-trip x trips" (one line per distinct form): from its
+# LB bundle through its back branch, and the branch's 4 delay bundles.
+setup_loops() {  # TOPOLOGY
+  $py - "$dir/$1.jf" <<'PY' | sort -u
+import glob, re, sys
+for path in glob.glob(sys.argv[1] + "/*fusion*-01-final_bundles.txt"):
+    text = open(path).read()
+    if text.count("shard-recv-wait") != 2:
+        continue
+    lb = trips = None
+    for line in text.splitlines():
+        m = re.match(r"^\s*(0x[0-9a-f]+)", line)
+        if not m:
+            continue
+        a = int(m.group(1), 16)
+        if lb is None and " LB: " in line:
+            lb = a
+        exit_test = re.search(r", (\d+) /\* loop exit test", line)
+        if lb is not None and trips is None and exit_test:
+            trips = int(exit_test.group(1))
+        if trips is not None and "sbr.rel" in line:
+            print(f"{a - lb + 1 + 4} x {trips}")
+            break
+PY
+}
 
 compile v5e:16x16 c1_main
 grep -q 'async-collective-start' "$dir/v5e:16x16.hlo"
@@ -75,6 +103,8 @@ directions=$(grep -o 'Transfer is scheduled for direction [NSEW]' \
 v5e_carriers=$(ring_carriers v5e:16x16)
 echo "v5e: synchronous $routed routed in directions $directions; $v5e_carriers ring-carrying fusions"
 [ "$directions" = "ENSW" ] && [ "$v5e_carriers" -ge 1 ]
+echo "v5e: carriers' setup loop: $(setup_loops v5e:16x16)"
+[ "$(setup_loops v5e:16x16)" = "27 x 256" ]
 
 compile v6e:16x16 c5_11_v6e-256_llama2-70b
 grep -q 'async-collective-start' "$dir/v6e:16x16.hlo"
@@ -83,4 +113,6 @@ emitters=$(grep -o '"emitter":"[A-Za-z0-9]*AllGather[A-Za-z0-9]*"' "$dir/v6e:16x
 echo "v6e: synchronous gathers' emitters: $emitters; $(ring_carriers v6e:16x16) ring-carrying fusions"
 [ -n "$emitters" ] && ! grep -q 'NetRouter' <<<"$emitters" && grep -q '1DAllGather' <<<"$emitters"
 [ "$(ring_carriers v6e:16x16)" -ge 1 ]
+echo "v6e: carriers' setup loop: $(setup_loops v6e:16x16)"
+[ "$(setup_loops v6e:16x16)" = "12 x 256" ]
 echo "weight_gathers: ok"

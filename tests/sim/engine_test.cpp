@@ -55,6 +55,21 @@ TEST(Engine, OneStepMatmulByHand) {
   EXPECT_EQ(r.hbm_write_bytes, 131072);
 }
 
+// A fusion carrying an async collective's ring steps first runs a scalar loop over the
+// collective's devices (4 x 10 cycles here), before it fetches anything: the whole schedule above
+// moves by 40 cycles, charged as scalar overhead.
+TEST(Engine, ACarrierRunsItsSetupLoopBeforeItsFirstFetch) {
+  ChipSpec chip = round_chip();
+  chip.async_collective_setup_cycles_per_device = 10;
+  Kernel carrier = *testing::one_matmul_kernel();
+  carrier.carried_group = 4;
+  const RunResult r = simulate_kernel(chip, std::make_shared<const Kernel>(carrier));
+  EXPECT_EQ(r.cycles, 818 + 40);
+  EXPECT_EQ(time_of(r, Cause::step_overhead), 50 + 40);
+  EXPECT_EQ(time_of(r, Cause::dma_wait), (199 - 50) + (818 - 586));
+  EXPECT_EQ(total_of(r), r.cycles);
+}
+
 TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
   // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2097.152 HBM cycles each; the
   // pipe is held for the fraction, a requester sees its data at the next whole cycle).
