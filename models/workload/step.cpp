@@ -43,14 +43,16 @@ std::vector<ForwardWeight> forward_weights(const RunResult& r, const std::vector
 // compiled step every fusion that carries a gather's ring steps is a dot (the layer body's
 // projections, the lax.scan loops' chunk products; 17,847 calls a step), and each runs a scalar
 // loop over the gather's devices before its own work (libtpu's final bundles; the chips'
-// async_collective_setup_cycles_per_device). So with the FSDP axis over `devices` > 1, each XLA
-// dot kernel of a layer carries one.
+// async_collective_setup_cycles_per_device). So with the FSDP axis over `devices` > 1, each dot
+// of a layer's XLA kernels carries one: XLA fuses every dot on its own, so a kernel of n dots
+// stands for n carrying fusions (the main build's scan loops: 5, 5 and 11 a trip, where C1's
+// compiled loops have 5, 5 and 10 carriers).
 std::shared_ptr<const Kernel> carrying(const std::shared_ptr<const Kernel>& k, int64_t devices) {
-  const bool dot =
-      std::ranges::any_of(k->body, [](const Op& op) { return op.kind == OpKind::dot; });
-  if (k->origin != Origin::xla || !dot) return k;
+  const int64_t dots =
+      std::ranges::count_if(k->body, [](const Op& op) { return op.kind == OpKind::dot; });
+  if (k->origin != Origin::xla || dots == 0) return k;
   auto carrier = std::make_shared<Kernel>(*k);
-  carrier->carried_group = devices;
+  carrier->carried_group = devices * dots;
   return carrier;
 }
 

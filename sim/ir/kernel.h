@@ -184,8 +184,9 @@ struct Kernel {
   std::vector<Op> body;
   int64_t vmem_limit_bytes = 0;  // 0: the chip's scoped default (CompilerParams(vmem_limit_bytes))
   // The devices of the asynchronous collective whose ring steps this kernel carries (an XLA
-  // fusion the async collective fusion runs the collective beside; 0: none): before its work it
-  // runs a scalar loop over them (the chip's async_collective_setup_cycles_per_device each).
+  // fusion the async collective fusion runs the collective beside; 0: none), summed over the
+  // carrying fusions the kernel stands for: before its work it runs a scalar loop over them (the
+  // chip's async_collective_setup_cycles_per_device each).
   int64_t carried_group = 0;
 
   int64_t grid_steps() const;  // saturates at INT64_MAX
