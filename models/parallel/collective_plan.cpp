@@ -62,12 +62,11 @@ MeshAxis sync_gather_axis(const StepConfig& c, const MeshAxis& fsdp) {
 // one after, whichever comes first. What that chain needs beyond the compute before the body's
 // top is exposed. In an attention layer nothing comes before the top (its query projection or
 // fused qkv gather is synchronous in all eight bodies), and a gather the chain pushes wholly above
-// the top is synchronous too: #11's query, key/value and output projection gathers
-// all sit synchronous at the top of its body, while the MLP's up projection gather hides behind
-// the whole attention block. A GDN layer's
-// chain may reach into the layer before it (C1: its first gather is asynchronous), as far as the
-// compute after that layer's last read. The parameters no op reads as a weight (norm scales, the
-// conv kernel) are gathered with the first.
+// the top is synchronous too: #11's query, key/value and output projection gathers all sit
+// synchronous at the top of its body, while the MLP's up projection gather hides behind the whole
+// attention block. A GDN layer's chain may reach into the layer before it (C1: its first gather
+// is asynchronous), as far as the compute after that layer's last read. The parameters no op
+// reads as a weight (norm scales, the conv kernel) are gathered with the first.
 double chained_forward_gathers(const StepConfig& c, const std::vector<ForwardWeight>& weights,
                                int64_t shard_elements, int64_t bytes_per_element,
                                const MeshAxis& fsdp, bool first_synchronous) {
