@@ -11,34 +11,6 @@
 namespace tpusim {
 namespace {
 
-// The forward's weight reads with the forward compute from each to the next (in the forward
-// stages' share of the part's time, as StepPart::forward_s); reads sharing an op split it by
-// their elements.
-std::vector<ForwardWeight> forward_weights(const RunResult& r, const std::vector<WeightRead>& reads,
-                                           double forward_s) {
-  std::vector<int64_t> before(r.items.size() + 1, 0);  // forward cycles before each item
-  for (size_t i = 0; i < r.items.size(); ++i)
-    before[i + 1] = before[i] + (is_forward_stage(r.items[i].stage) ? r.items[i].cycles : 0);
-  const double total = static_cast<double>(before.back());
-  std::vector<double> at;  // where each read starts, in forward cycles
-  for (size_t j = 0; j < reads.size(); ++j) {
-    int64_t item_elements = 0, earlier = 0;
-    for (const WeightRead& other : reads)
-      if (other.item == reads[j].item) item_elements += other.elements;
-    for (size_t k = 0; k < j; ++k)
-      if (reads[k].item == reads[j].item) earlier += reads[k].elements;
-    const int item = reads[j].item;
-    at.push_back(static_cast<double>(before[item]) +
-                 static_cast<double>(before[item + 1] - before[item]) * earlier / item_elements);
-  }
-  std::vector<ForwardWeight> out;
-  for (size_t j = 0; j < reads.size(); ++j) {
-    const double until = j + 1 < reads.size() ? at[j + 1] : total;
-    out.push_back({reads[j].elements, total > 0 ? forward_s * (until - at[j]) / total : 0});
-  }
-  return out;
-}
-
 // XLA's async collective fusion runs a layer's FSDP gathers beside its dot fusions: in C1 main's
 // compiled step every fusion that carries a gather's ring steps is a dot (the layer body's
 // projections, the lax.scan loops' chunk products; 17,847 calls a step), and each runs a scalar
@@ -47,10 +19,14 @@ std::vector<ForwardWeight> forward_weights(const RunResult& r, const std::vector
 // of a layer's XLA kernels carries one: XLA fuses every dot on its own, so a kernel of n dots
 // stands for n carrying fusions (the main build's scan loops: 5, 5 and 11 a trip, where C1's
 // compiled loops have 5, 5 and 10 carriers).
+int64_t xla_dots(const Kernel& k) {
+  if (k.origin != Origin::xla) return 0;
+  return std::ranges::count_if(k.body, [](const Op& op) { return op.kind == OpKind::dot; });
+}
+
 std::shared_ptr<const Kernel> carrying(const std::shared_ptr<const Kernel>& k, int64_t devices) {
-  const int64_t dots =
-      std::ranges::count_if(k->body, [](const Op& op) { return op.kind == OpKind::dot; });
-  if (k->origin != Origin::xla || dots == 0) return k;
+  const int64_t dots = xla_dots(*k);
+  if (dots == 0) return k;
   auto carrier = std::make_shared<Kernel>(*k);
   carrier->carried_group = devices * dots;
   return carrier;
@@ -67,13 +43,61 @@ Program carrying_gathers(Program p, int64_t devices) {
   return p;
 }
 
+// Whether an item can carry a gather's ring steps (step.h, GatherWindows).
+bool carries(const ProgramItem& item) {
+  if (const auto* call = std::get_if<KernelCall>(&item.what)) return xla_dots(*call->kernel) > 0;
+  if (const auto* loop = std::get_if<Loop>(&item.what))
+    return std::ranges::any_of(loop->body, [](const auto& k) { return xla_dots(*k) > 0; });
+  return false;
+}
+
+}  // namespace
+
+// Reads sharing an op split it by their elements.
+GatherWindows gather_windows(const Program& p, const RunResult& r,
+                             const std::vector<WeightRead>& reads, double forward_s,
+                             double backward_s) {
+  // Forward cycles, and those of carrying items, before each item; the backward's in total.
+  std::vector<int64_t> before(r.items.size() + 1, 0), carried(r.items.size() + 1, 0);
+  int64_t backward = 0, backward_carried = 0;
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const bool fwd = is_forward_stage(r.items[i].stage), carrier = carries(p.items[i]);
+    const int64_t cycles = r.items[i].cycles;
+    before[i + 1] = before[i] + (fwd ? cycles : 0);
+    carried[i + 1] = carried[i] + (fwd && carrier ? cycles : 0);
+    backward += fwd ? 0 : cycles;
+    backward_carried += !fwd && carrier ? cycles : 0;
+  }
+  const double total = static_cast<double>(before.back());
+  std::vector<double> at;  // where each read starts, in carrying forward cycles
+  for (size_t j = 0; j < reads.size(); ++j) {
+    int64_t item_elements = 0, earlier = 0;
+    for (const WeightRead& other : reads)
+      if (other.item == reads[j].item) item_elements += other.elements;
+    for (size_t k = 0; k < j; ++k)
+      if (reads[k].item == reads[j].item) earlier += reads[k].elements;
+    const int item = reads[j].item;
+    at.push_back(static_cast<double>(carried[item]) +
+                 static_cast<double>(carried[item + 1] - carried[item]) * earlier / item_elements);
+  }
+  GatherWindows w;
+  for (size_t j = 0; j < reads.size(); ++j) {
+    const double until = j + 1 < reads.size() ? at[j + 1] : static_cast<double>(carried.back());
+    w.forward.push_back({reads[j].elements, total > 0 ? forward_s * (until - at[j]) / total : 0});
+  }
+  w.backward_s = backward > 0 ? backward_s * backward_carried / backward : 0;
+  return w;
+}
+
+namespace {
+
 // `in_backward`: whether the part's items other than those of a "fwd" stage run in the backward
 // pass (layers, logits) or after it (the optimizer). `reads` (a layer's): its forward's weight
-// reads, returned with their compute windows in `weights`.
+// reads, whose gather windows are returned in `windows`.
 StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t count,
                        const Program& p, bool in_backward,
                        const std::vector<WeightRead>& reads = {},
-                       std::vector<ForwardWeight>* weights = nullptr) {
+                       GatherWindows* windows = nullptr) {
   ChipSpec chip = c.chip;
   chip.host_dispatch_s = 0;  // one dispatch per step, added once
   const RunResult r = simulate(chip, p);
@@ -103,7 +127,7 @@ StepPart simulate_part(const StepConfig& c, const std::string& name, int64_t cou
   part.forward_s = r.time_s * forward_share;
   part.backward_s = in_backward ? r.time_s - part.forward_s : 0;
   part.recompute_s = in_backward ? r.time_s * recompute_share : 0;
-  if (weights) *weights = forward_weights(r, reads, part.forward_s);
+  if (windows) *windows = gather_windows(p, r, reads, part.forward_s, part.backward_s);
   return part;
 }
 
@@ -216,12 +240,12 @@ StepPrediction predict_step(const StepConfig& c) {
   const Program logits = logits_part(c, l), update = optimizer_part(c);
   auto layer = [&](const StepConfig& of, const std::string& name, int64_t count,
                    const LayerPrograms& p, int64_t params, PartKind kind) {
-    std::vector<ForwardWeight> weights;
+    GatherWindows windows;
     const int64_t fsdp = of.mesh.fsdp * of.mesh.context * of.mesh.expert;
     StepPart part = simulate_part(of, name, count, carrying_gathers(p.program, fsdp),
-                                  /*in_backward=*/true, p.forward_weights, &weights);
-    const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, part.backward_s,
-                                               out.backward_gathers_prefetched, weights);
+                                  /*in_backward=*/true, p.forward_weights, &windows);
+    const CollectiveTime t = layer_collectives(of, params, kind, part.forward_s, windows.backward_s,
+                                               out.backward_gathers_prefetched, windows.forward);
     const CollectiveTime host = host_offload(of, kind, part.forward_s, part.backward_s);
     part.collective_s = t.total_s + host.total_s;
     part.exposed_s = t.exposed_s + host.exposed_s;

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "models/memory/memory_model.h"
+#include "models/parallel/collective_plan.h"
 #include "models/workload/flops.h"
+#include "models/workload/layers.h"
 #include "models/workload/step_config.h"
 #include "sim/ir/program.h"
 #include "sim/timing/result.h"
@@ -40,6 +42,22 @@ inline constexpr const char* kDenseMlpLayer = "attention layer (dense MLP)";
 // A decoder layer's part ("attention layer", kDenseMlpLayer, "gdn layer"): what the scanned
 // layer loops run.
 bool is_layer(const StepPart& p);
+
+// The compute a layer's FSDP collectives can hide behind: a gather or reduction in flight
+// advances only while a fusion carries its ring steps, XLA's dot fusions (a loop of them), not a
+// Pallas kernel, whose custom call runs no collective (C5 #11's compiled forward body: wi_0's
+// gather is carried by the q, k, v and output projections' fusions and waits through the splash
+// attention kernel between them).
+struct GatherWindows {
+  // The forward's weight reads, each with the carrying compute from it to the next read.
+  std::vector<ForwardWeight> forward;
+  double backward_s = 0;  // the backward's carrying compute (recompute included)
+};
+// `p` simulated into `r`, with its forward's weight `reads` (layers.h) and the forward's and the
+// backward's compute as StepPart::forward_s and backward_s.
+GatherWindows gather_windows(const Program& p, const RunResult& r,
+                             const std::vector<WeightRead>& reads, double forward_s,
+                             double backward_s);
 
 struct StepPrediction {
   double step_time_s = 0;

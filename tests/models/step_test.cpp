@@ -11,6 +11,7 @@
 #include "models/workload/layers.h"
 #include "sim/error.h"
 #include "sim/timing/collectives.h"
+#include "sim/timing/engine.h"
 
 namespace tpusim {
 namespace {
@@ -513,6 +514,40 @@ StepConfig fsdp_step(const char* chip, const char* model, int64_t chips, int64_t
   c.mesh = {.data = 1, .fsdp = chips};
   c.seq = seq, c.batch_per_chip = batch_per_chip;
   return c;
+}
+
+// A gather advances only while an XLA dot fusion carries it. The tiny layer projects q, k and v
+// in one dot (three reads of one op, a third each), then runs RoPE (XLA, no dot) and the
+// attention kernel (Pallas) before the output projection: the value's window is the last third
+// of the qkv dot, not the compute up to the output projection's read. The windows together are
+// the forward's XLA dot time after the first read.
+TEST(Step, TheGathersAdvanceOnlyWhileADotFusionCarriesThem) {
+  const StepConfig c = tiny_step(8);
+  const LayerPrograms p = attention_layer(c, c.local());
+  const RunResult r = simulate(c.chip, p.program);
+  const int qkv = p.forward_weights[0].item, o = p.forward_weights[3].item;
+  ASSERT_EQ(p.forward_weights[2].item, qkv);
+  ASSERT_EQ(p.forward_weights[1].item, qkv);
+  int64_t forward = 0, forward_dots = 0, between = 0;
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    if (!is_forward_stage(r.items[i].stage)) continue;
+    forward += r.items[i].cycles;
+    const auto* call = std::get_if<KernelCall>(&p.program.items[i].what);
+    const bool dot = call && call->kernel->origin == Origin::xla &&
+                     std::ranges::any_of(call->kernel->body,
+                                         [](const Op& op) { return op.kind == OpKind::dot; });
+    if (dot && static_cast<int>(i) >= qkv) forward_dots += r.items[i].cycles;
+    if (static_cast<int>(i) >= qkv && static_cast<int>(i) < o) between += r.items[i].cycles;
+  }
+  const double s_per_cycle = 1 / c.chip.clock_hz;
+  const GatherWindows w = gather_windows(p.program, r, p.forward_weights, forward * s_per_cycle, 1);
+  EXPECT_NEAR(w.forward[2].compute_s, r.items[qkv].cycles / 3.0 * s_per_cycle, 1e-15);
+  EXPECT_LT(r.items[qkv].cycles / 3.0, between - r.items[qkv].cycles * 2.0 / 3);
+  double windows = 0;
+  for (const ForwardWeight& f : w.forward) windows += f.compute_s;
+  EXPECT_NEAR(windows, forward_dots * s_per_cycle, 1e-12);
+  EXPECT_GT(w.backward_s, 0);
+  EXPECT_LT(w.backward_s, 1);  // the backward's Pallas kernels carry nothing
 }
 
 // On an FSDP mesh every dot of a layer's XLA kernels carries the layer's gathers (C1 main's
