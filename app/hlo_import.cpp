@@ -11,6 +11,7 @@
 
 #include "app/hlo_collectives.h"
 #include "app/hlo_loops.h"
+#include "app/hlo_pallas_calls.h"
 #include "app/hlo_work.h"
 #include "app/program_import.h"
 #include "sim/error.h"
@@ -400,6 +401,7 @@ class Importer {
       if (const auto* k = std::get_if<KernelCall>(&item.what); k && k->kernel->name == name)
         return k->kernel;
     if (name.rfind("splash_mha_", 0) == 0) return splash_attention_kernel(m_, comp, in, name);
+    if (auto k = megablox_kernel(m_, comp, in, name)) return k;
     throw Error(fmt::format(
         "{}:{}: Pallas kernel '{}' ({}) is not among the exported kernels (kernels.json of "
         "python -m tpusim_jax compile)",

@@ -220,7 +220,8 @@ class LineReader {
 
 // "%a" or "f32[2]{0} %a" or "a": the operand's name.
 std::string operand_name(const std::string& text) {
-  const auto sp = text.find_last_of(' ');
+  // The name follows the operand's shape, if printed, and XLA's /*index=5*/ comment every fifth.
+  const auto sp = text.find_last_of(" /");
   std::string n = sp == std::string::npos ? text : text.substr(sp + 1);
   return !n.empty() && n[0] == '%' ? n.substr(1) : n;
 }

@@ -10,7 +10,6 @@
 #include "app/hlo_collectives.h"
 #include "kernels/gdn/xla.h"
 #include "kernels/tiling.h"
-#include "kernels/transformer.h"
 #include "sim/error.h"
 #include "sim/ir/shape.h"
 #include "sim/ir/validate.h"
@@ -425,42 +424,6 @@ std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork
   }
   throw Error(fmt::format("'{}': no tiling of its work fits {} MiB of VMEM", name,
                           kernels::kXlaVmemBudget >> 20));
-}
-
-// JAX's splash attention (MaxText's attention=flash) when the bridge did not export it:
-// tpusim's own splash schedule (kernels/transformer.h), causal, sized from the call's q and k
-// operands ([batch, heads, seq, head_dim] bf16) and the block size the call records.
-std::shared_ptr<const Kernel> splash_attention_kernel(const HloModule& m,
-                                                      const HloComputation& comp,
-                                                      const HloInstruction& in,
-                                                      const std::string& name) {
-  // [batch, heads, seq, head_dim], or [heads, seq, head_dim] for one sequence.
-  std::vector<std::vector<int64_t>> qk;
-  for (const std::string& o : in.operands)
-    if (const HloInstruction* x = comp.find(o);
-        x && !x->shape.is_tuple() && x->shape.dtype == "bf16" &&
-        (x->shape.dims.size() == 3 || x->shape.dims.size() == 4)) {
-      qk.push_back(x->shape.dims);
-      if (qk.back().size() == 3) qk.back().insert(qk.back().begin(), 1);
-    }
-  if (qk.size() < 2)
-    throw Error(
-        fmt::format("{}:{}: splash attention call '{}' has no [batch, heads, seq, dim] "
-                    "q and k operands",
-                    m.file, in.line, in.name));
-  kernels::AttentionShape a;
-  a.batch = qk[0][0];
-  a.q_heads = qk[0][1];
-  a.seq = qk[0][2];
-  a.head_dim = qk[0][3];
-  a.kv_heads = qk[1][1];
-  const std::string key = "block_q\\\": ";
-  for (const auto& [attr, text] : in.attrs)
-    if (const auto at = text.find(key); at != std::string::npos)
-      a.block = a.block_compute = std::stoll(text.substr(at + key.size()));
-  if (name.find("_dkv") != std::string::npos) return kernels::attention_backward_dkv(a);
-  if (name.find("_dq") != std::string::npos) return kernels::attention_backward_dq(a);
-  return kernels::attention_forward(a);
 }
 
 Program custom_call_program(const HloModule& m, const HloInstruction& in,

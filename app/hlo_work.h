@@ -49,15 +49,6 @@ struct HloWork {
 HloWork work_of(const HloModule& m, const HloComputation& comp, const HloInstruction& in);
 std::shared_ptr<const Kernel> work_kernel(const std::string& name, const HloWork& w);
 
-// JAX's splash attention call `in` (kernel `name`: splash_mha_fwd..., _dkv..., _dq...) as tpusim's
-// own splash schedule (kernels/transformer.h), causal, sized from its q and k operands
-// ([batch, heads, seq, head_dim] bf16) and the block size the call records: for programs whose
-// Pallas kernels the bridge did not export.
-std::shared_ptr<const Kernel> splash_attention_kernel(const HloModule& m,
-                                                      const HloComputation& comp,
-                                                      const HloInstruction& in,
-                                                      const std::string& name);
-
 // A custom call XLA's TPU backend emits itself (not a Pallas kernel); an Error for targets
 // without a model.
 Program custom_call_program(const HloModule& m, const HloInstruction& in,

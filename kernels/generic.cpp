@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -120,6 +121,25 @@ std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k
   std::lock_guard<std::mutex> lock(mutex);
   if (chosen.size() > 4096) chosen.clear();
   return chosen.emplace(key, std::move(kernel)).first->second;
+}
+
+int64_t megablox_rows(int64_t rows) {
+  const int64_t tile = std::min<int64_t>(512, round_up(rows, 8));
+  return round_up(rows, tile);
+}
+
+std::shared_ptr<const Kernel> grouped_matmul(int64_t m, int64_t k, int64_t n) {
+  // The contraction and output tiles: the largest power of two from `want` down to 128 that
+  // divides the dim (a TPU block's lane dims are multiples of 128), else the whole dim.
+  auto tile = [](int64_t dim, int64_t want) {
+    while (want > 128 && dim % want != 0) want /= 2;
+    return dim % want == 0 ? want : dim;
+  };
+  const int64_t bm = std::min<int64_t>(512, round_up(m, 8));
+  const MatmulShape s{
+      .m = round_up(m, bm), .k = k, .n = n, .bm = bm, .bk = tile(k, 1024), .bn = tile(n, 1024)};
+  return matmul_nest(fmt::format("megablox {}x{}x{} ({},{},{})", s.m, s.k, s.n, s.bm, s.bk, s.bn),
+                     Origin::pallas, s);
 }
 
 std::shared_ptr<const Kernel> elementwise_scale(int64_t rows, int64_t cols, int64_t block_rows,

@@ -26,6 +26,16 @@ std::shared_ptr<const Kernel> pallas_matmul(const MatmulShape& s);
 std::shared_ptr<const Kernel> xla_dot(const ChipSpec& chip, int64_t m, int64_t k, int64_t n,
                                       DType dtype = DType::bf16);
 
+// MaxText's megablox grouped matmul (a Pallas kernel, base.yml wi_tile_* and wo_tile_*: 512 rows x
+// 1024 x 1024) with routing taken as balanced: each row tile belongs to one group and reads that
+// group's weight tiles, which moves the bytes and does the work of one blocked matmul of m rows,
+// the groups' rows each padded to the row tile (megablox_rows). Its transposed form (tgmm, the
+// weights' gradient) is the same nest with m = groups x the output rows and k = a group's rows.
+std::shared_ptr<const Kernel> grouped_matmul(int64_t m, int64_t k, int64_t n);
+
+// A group's rows padded to megablox's row tile: 512, or the rows rounded up to 8 when fewer.
+int64_t megablox_rows(int64_t rows);
+
 // y = x * 2 over a [rows, cols] array in blocks of (block_rows, cols): one load, one multiply and
 // one store per element, so HBM bandwidth bounds it.
 std::shared_ptr<const Kernel> elementwise_scale(int64_t rows, int64_t cols, int64_t block_rows,

@@ -63,26 +63,8 @@ class LayerProgram {
   void kernel(const std::string& stage, std::shared_ptr<const Kernel> k) {
     p.add_kernel(std::move(k), {}, stage);
   }
-  // MaxText's megablox grouped matmul (a Pallas kernel, base.yml wi_tile_fwd_*: 512 rows x 1024
-  // x 1024) over `groups` experts of `rows` rows each: each row tile belongs to one expert and
-  // reads that expert's weight tiles, which moves the bytes and does the work of one blocked
-  // matmul of groups x rows (padded to the row tile) rows. Also its transposed form (tgmm, the
-  // weights' gradient: m = groups x the output rows, k = the rows).
   void grouped_matmul(const std::string& stage, int64_t m, int64_t k, int64_t n) {
-    // The contraction and output tiles: the largest power of two from `want` down to 128 that
-    // divides the dim (a TPU block's lane dims are multiples of 128), else the whole dim.
-    auto tile = [](int64_t dim, int64_t want) {
-      while (want > 128 && dim % want != 0) want /= 2;
-      return dim % want == 0 ? want : dim;
-    };
-    const int64_t bm = std::min<int64_t>(512, (m + 7) / 8 * 8);
-    p.add_kernel(kernels::pallas_matmul({.m = (m + bm - 1) / bm * bm,
-                                         .k = k,
-                                         .n = n,
-                                         .bm = bm,
-                                         .bk = tile(k, 1024),
-                                         .bn = tile(n, 1024)}),
-                 {}, stage);
+    p.add_kernel(kernels::grouped_matmul(m, k, n), {}, stage);
   }
 
  private:
@@ -123,9 +105,7 @@ MoeSizes moe_sizes(const StepConfig& c, const LocalSizes& l) {
   const MoeDims& e = c.model.moe;
   MoeSizes s;
   s.experts = e.experts / c.mesh.expert;
-  const int64_t rows = (l.tokens * e.top_k + e.experts - 1) / e.experts;
-  const int64_t tile = std::min<int64_t>(512, (rows + 7) / 8 * 8);
-  s.rows = (rows + tile - 1) / tile * tile;
+  s.rows = kernels::megablox_rows((l.tokens * e.top_k + e.experts - 1) / e.experts);
   s.width = e.mlp_dim / c.mesh.tensor;
   // moe.py generate_masks (L3783-3796): int(max(ceil(S top_k / E) x cf, cf)) per sequence.
   if (c.capacity_factor > 0)

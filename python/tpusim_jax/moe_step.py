@@ -3,8 +3,9 @@ factor (layers/moe.py): the router's softmax and top-k (L4040-), `generate_masks
 expert capacity ceil(seq x top_k / experts) x capacity_factor per batch row, tokens past it
 dropped, the dispatch and combine masks [B, S, E, C]), then the einsums "BSM,BSEC -> EBCM",
 "EBCM,EMH -> EBCH" (gate and up, SiLU), "EBCH,EHM -> EBCM" and "EBCM,BSEC -> BSM" (L4073-4076),
-for the compiled training step (train_step.py). The megablox path (sparse_matmul: true) and
-shared experts are not compiled here.
+for the compiled training step (train_step.py); and the dropless megablox path (sparse_matmul:
+true, megablox: true, base.yml L249-250, without expert parallelism), `sparse_moe_mlp` below.
+Shared experts are not compiled here.
 
 Sharding follows flax's resolution of base.yml's logical rules (L636-750: rules in order, a rule
 taken only if none of its mesh axes is already used by the array): the experts' weights
@@ -24,6 +25,7 @@ import math
 import jax
 import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
+from jax.sharding import PartitionSpec as P
 
 
 _MLP = ("fsdp_transpose", "tensor")  # mlp_moe (L692), before embed_moe falls to fsdp (L694)
@@ -84,5 +86,74 @@ def moe_mlp(experts: int, top_k: int, capacity_factor: float, bf16, spec, batch_
         y = checkpoint_name(constrain(jnp.einsum("ebch,ehm->ebcm", jax.nn.silu(a) * g, wo),
                                       tokens), "mlpwo")
         return jnp.einsum("ebcm,bsec->bsm", y, combine.astype(y.dtype))
+
+    return mlp
+
+
+# base.yml L322-346: every wi_tile_* and wo_tile_* (forward, dlhs, drhs) is 512 rows x 1024 x 1024.
+_TILING = (512, 1024, 1024)
+
+
+@jax.custom_vjp
+def _sort_rows(x, order):
+    """moe.py _sort_activations with use_custom_sort_vjp (base.yml L275; moe.py L142-200): rows
+    taken in `order`; the backward takes the cotangent's rows in the inverse order."""
+    return x[order]
+
+
+def _sort_rows_fwd(x, order):
+    return x[order], order
+
+
+def _sort_rows_bwd(order, g):
+    return g[jnp.argsort(order)], None
+
+
+_sort_rows.defvjp(_sort_rows_fwd, _sort_rows_bwd)
+
+
+def sparse_moe_mlp(mesh, experts: int, top_k: int, bf16, batch_axes):
+    """MaxText's dropless megablox path without expert parallelism, h [B, S, E] -> [B, S, E]:
+    the router outside the shard_map (moe.py gate), then per shard (sparse_matmul's shard_map over
+    the batch; the experts' weights enter gathered over fsdp, moe.py L2435-2441): top-k of the
+    softmax (get_topk, L1297-1298), permute (argsort of the flattened expert ids, L1626; each token
+    repeated top_k times and sorted, L1631-1633; group sizes by bincount, L1637), the three grouped
+    matmuls wi_0, wi_1 (SiLU gate) and wo, then unpermute (sorted back by the argsort of the
+    order, L1735-1739) and the routing-weighted sum in float32 ("BKE,BK -> BE", L1754,
+    float32_weight_sum base.yml L227). The grouped matmul is JAX's megablox `gmm` (a Pallas kernel
+    with its gmm / tgmm VJP), the kernel MaxText's `megablox` fork descends from; its tiling is
+    MaxText's default for every pass."""
+    from jax.experimental.pallas.ops.tpu.megablox import gmm
+
+    def local(h, logits, wi_0, wi_1, wo):
+        b, s, e = h.shape
+        probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+        weights, selected = jax.lax.top_k(probs, top_k)
+        flat = jnp.ravel(selected)
+        order = jnp.argsort(flat)
+        rows = _sort_rows(jnp.repeat(h.reshape(b * s, e), top_k, axis=0), order)
+        sizes = jnp.bincount(flat, length=experts).astype(jnp.int32)
+
+        def grouped(x, w):
+            pad = -x.shape[0] % _TILING[0]
+            y = gmm(jnp.pad(x, ((0, pad), (0, 0))), w, sizes, jnp.bfloat16, _TILING)
+            return y[:x.shape[0]]
+
+        a = checkpoint_name(grouped(rows, wi_0), "mlpwi_0")
+        g = checkpoint_name(grouped(rows, wi_1), "mlpwi_1")
+        y = checkpoint_name(grouped(jax.nn.silu(a) * g, wo), "mlpwo")
+        y = _sort_rows(y, jnp.argsort(order)).reshape(b * s, top_k, e)
+        out = jnp.einsum("bke,bk->be", y.astype(jnp.float32),
+                         weights.reshape(b * s, top_k).astype(jnp.float32))
+        return out.reshape(b, s, e).astype(h.dtype)
+
+    tokens = P(batch_axes, None, None)
+    weight = P(None, None, None)
+    sharded = jax.shard_map(local, mesh=mesh, in_specs=(tokens, tokens, weight, weight, weight),
+                            out_specs=tokens, check_vma=False)
+
+    def mlp(h, p):
+        logits = jnp.einsum("bse,ex->bsx", h, bf16(p["gate"]))
+        return sharded(h, logits, bf16(p["moe_wi_0"]), bf16(p["moe_wi_1"]), bf16(p["moe_wo"]))
 
     return mlp

@@ -24,9 +24,9 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   axis over them (MaxText's hybrid mesh with dcn_data_parallelism).
 - quantization=int8: the projections through MaxText's AQT configuration (int8_step.py).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
-pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the megablox
-path and shared experts (refused with the key that asks for them); MaxText's token-dropping
-einsum path compiles (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
+pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts shared
+experts and the megablox path with expert or tensor parallelism (refused with the key that asks for
+them); MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
 Delta Net layers with MaxText's own XLA path (gdn_step.py).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ import tempfile
 from tpusim_jax.export import ExportError
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
 from tpusim_jax.int8_step import int8_einsum
-from tpusim_jax.moe_step import moe_mlp, moe_shapes
+from tpusim_jax.moe_step import moe_mlp, moe_shapes, sparse_moe_mlp
 
 # MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
 DEFAULTS = {
@@ -141,10 +141,13 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         if config["fused_mlp"] == "true":
             raise ExportError("fused_mlp=true: the compiled step's experts have no fused "
                               "up projection")
-        if config["sparse_matmul"].lower() == "true":
-            raise ExportError("sparse_matmul=true: the compiled step has no megablox path "
-                              "(sparse_matmul=false with a capacity_factor compiles)")
-        if float(config["capacity_factor"]) <= 0:
+        sparse = config["sparse_matmul"].lower() == "true"
+        if sparse and (_int(config, "ici_expert_parallelism") > 1
+                       or _int(config, "ici_tensor_parallelism") > 1):
+            raise ExportError("sparse_matmul=true: the compiled step's megablox path has no "
+                              "expert or tensor parallelism (sparse_matmul=false with a "
+                              "capacity_factor compiles them)")
+        if not sparse and float(config["capacity_factor"]) <= 0:
             raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
                               "drops tokens at a capacity (a factor > 0)")
         if config["shared_experts"] != "0":
@@ -343,7 +346,10 @@ def build_step(config: dict, devices, slices: int = 1):
     split_qkv = jax.shard_map(split_local_heads, mesh=mesh, in_specs=(heads_spec,),
                               out_specs=(heads_spec,) * 3, check_vma=False)
 
-    if experts > 1:
+    if experts > 1 and config["sparse_matmul"].lower() == "true":
+        experts_mlp = sparse_moe_mlp(mesh, experts, _int(config, "num_experts_per_tok"), bf16,
+                                     batch_axes)
+    elif experts > 1:
         experts_mlp = moe_mlp(experts, _int(config, "num_experts_per_tok"),
                               float(config["capacity_factor"]), bf16, spec, batch_axes,
                               axes["expert"] > 1)

@@ -259,5 +259,35 @@ TEST(HloImport, ARealInt8StepRunsItsProjectionsOnInt8Operands) {
   EXPECT_TRUE(beyond_bf16);
 }
 
+// A real megablox step (tests/data/compiled/small_moe_sparse: 8 experts, top 2, 2 x 1024 tokens a
+// chip, width 1024, expert MLP 2048). Each layer's routed rows are 4096, 512 an expert under
+// balanced routing (one 512-row tile each), so every grouped matmul does 2 x 4096 x 1024 x 2048
+// FLOPs: in the layer loop's body, gmm for wi_0, wi_1 and wo in the forward and again in the
+// recompute, gmm for the three input gradients (wo's [4096, 1024] x [1024, 2048], wi's
+// [4096, 2048] x [2048, 1024]) and tgmm for the three weight gradients (m = 8 experts x the
+// output rows, k = an expert's 512 rows).
+TEST(HloImport, MegabloxCallsAreGroupedMatmulsOfTheirOperands) {
+  const HloProgram h =
+      import_hlo(std::string(TPUSIM_SOURCE_DIR) + "/tests/data/compiled/small_moe_sparse.hlo.gz");
+  // The layer loop holds collectives, so the import unrolls it: one kernel per call site.
+  std::set<const Kernel*> distinct;
+  for (const ProgramItem& item : h.program.items) {
+    if (const auto* k = std::get_if<KernelCall>(&item.what)) distinct.insert(k->kernel.get());
+    if (const auto* l = std::get_if<Loop>(&item.what))
+      for (const auto& k : l->body) distinct.insert(k.get());
+  }
+  std::multiset<std::string> grouped;
+  for (const Kernel* k : distinct)
+    if (k->name.rfind("megablox", 0) == 0) grouped.insert(k->name);
+  const std::multiset<std::string> expected = {
+      "megablox 4096x1024x2048 (512,1024,1024)", "megablox 4096x1024x2048 (512,1024,1024)",
+      "megablox 4096x1024x2048 (512,1024,1024)", "megablox 4096x1024x2048 (512,1024,1024)",
+      "megablox 4096x1024x2048 (512,1024,1024)", "megablox 4096x2048x1024 (512,1024,1024)",
+      "megablox 4096x2048x1024 (512,1024,1024)", "megablox 4096x2048x1024 (512,1024,1024)",
+      "megablox 4096x2048x1024 (512,1024,1024)", "megablox 16384x512x1024 (512,512,1024)",
+      "megablox 8192x512x2048 (512,512,1024)",   "megablox 8192x512x2048 (512,512,1024)"};
+  EXPECT_EQ(grouped, expected);
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -138,10 +138,10 @@ TEST(Scenario, MoeLayersRunMaxTextsPath) {
     return names;
   };
   const std::string sparse = items("");
-  EXPECT_NE(sparse.find("matmul 8192x4096x28672 (512,1024,1024)\n"), std::string::npos) << sparse;
+  EXPECT_NE(sparse.find("megablox 8192x4096x28672 (512,1024,1024)\n"), std::string::npos) << sparse;
   const std::string dropping = items("moe: {sparse_matmul: false, capacity_factor: 1.25}\n");
   EXPECT_NE(dropping.find("xla dot 10240x4096x4096 "), std::string::npos) << dropping;
-  EXPECT_EQ(dropping.find("matmul 8192x"), std::string::npos) << dropping;
+  EXPECT_EQ(dropping.find("megablox "), std::string::npos) << dropping;
   EXPECT_NE(error_of(base + "mesh: {fsdp: 16, expert: 16}\n")
                 .find("key 'mesh.expert': expert parallelism 16 does not divide 8 experts"),
             std::string::npos);

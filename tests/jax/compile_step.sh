@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
 # committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
-# a mixture of experts dropping tokens, with and without expert parallelism, a step over 2 slices
+# a mixture of experts dropping tokens, with and without expert parallelism, one on MaxText's
+# dropless megablox path (its grouped matmuls resolved by the import), a step over 2 slices
 # joined over DCN, a tensor-parallel step with MaxText's v5e flags, a step with MaxText's AQT int8
 # projections: the same bytes of XLA's memory
 # analysis, the same out-of-memory verdict), and
@@ -16,9 +17,10 @@
 source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
-for s in small small_oom small_gdn small_moe small_moe_ep small_2slices small_tp small_int8; do
+for s in small small_oom small_gdn small_moe small_moe_ep small_moe_sparse small_2slices small_tp \
+  small_int8; do
   hlo=()
-  case $s in small | small_2slices | small_int8) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
+  case $s in small | small_moe_sparse | small_2slices | small_int8) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
   # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags;
   # small_int8: the random-bit flag compile-step adds, as MaxText's trainer does, once more).
   flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1])).get('libtpu_init_args', ''))" \
@@ -47,6 +49,9 @@ grep -q "^chip v5e  time" "$dir/run" && grep -q "^while .*: 4 trips" "$dir/run"
 # Over 2 slices the DCN reductions are megascale host transfers, imported as collectives.
 "$tpusim" run --hlo "$dir/small_2slices.hlo.gz" --chip v5e >"$dir/run2"
 grep -q "^while .*: 3 trips, .* 17 asynchronous" "$dir/run2"
+# The megablox step's grouped matmuls (gmm and tgmm custom calls) are tpusim's grouped matmuls.
+"$tpusim" run --hlo "$dir/small_moe_sparse.hlo.gz" --chip v5e --profile - >"$dir/run4"
+[ "$(grep -c '^kernel megablox' "$dir/run4")" -eq 12 ]
 # The int8 step's projections are int8 dots whose gradients round stochastically (rng-bit-generator).
 "$tpusim" run --hlo "$dir/small_int8.hlo.gz" --chip v5e >"$dir/run3"
 grep -q "^chip v5e  time" "$dir/run3" && zgrep -q "rng-bit-generator" "$dir/small_int8.hlo.gz"
@@ -82,7 +87,8 @@ PY
 
 args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
-msg="sparse_matmul=true: the compiled step has no megablox path" expect_refusal $args num_experts=8 base_moe_mlp_dim=1024
+msg="sparse_matmul=true: the compiled step's megablox path has no expert or tensor parallelism" \
+  expect_refusal $args num_experts=8 base_moe_mlp_dim=1024 ici_fsdp_parallelism=2 ici_expert_parallelism=2
 # shellcheck disable=SC2086
 msg="quantization=fp8: the compiled step has int8 (AQT) only" expect_refusal $args quantization=fp8
 # shellcheck disable=SC2086
