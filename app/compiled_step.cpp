@@ -74,7 +74,8 @@ std::string compiled_verdict(const CompiledStep& c) {
 
 double simulate_compiled_program(const CompiledStep& c, const ChipSpec& chip) {
   if (c.hlo.empty()) throw Error(fmt::format("{}: holds no optimized HLO", c.file));
-  return simulate(chip, import_hlo(c.hlo).program).time_s;
+  // The record, not its HLO alone: it also names the Pallas kernels exported beside it.
+  return simulate(chip, import_hlo(c.file).program).time_s;
 }
 
 void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& p) {

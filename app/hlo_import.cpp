@@ -471,9 +471,12 @@ HloProgram import_hlo(const std::string& path) {
       throw Error(fmt::format("{}: {}", summary.string(), e.what()));
     }
     hlo_file = (fs::path(path) / compile.value("hlo", "optimized.hlo")).string();
-    const auto kernels = compile.find("kernels_program");
-    if (kernels != compile.end() && kernels->is_string())
-      pallas = import_program((fs::path(path) / kernels->get<std::string>()).string()).program;
+  }
+  // The exported Pallas kernels, beside the compile's summary or record.
+  if (const auto kernels = compile.find("kernels_program");
+      !compile.is_null() && kernels != compile.end() && kernels->is_string()) {
+    const fs::path base = dir ? fs::path(path) : fs::path(path).parent_path();
+    pallas = import_program((base / kernels->get<std::string>()).string()).program;
   }
   std::map<std::string, std::string> kernel_of_call;
   if (!compile.is_null() && compile.contains("pallas_kernels"))

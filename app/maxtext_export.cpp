@@ -42,6 +42,10 @@ std::vector<std::string> model_args(const StepConfig& c) {
                                                       {"gdn_conv_kernel_dim", m.gdn.conv_kernel},
                                                       {"gdn_chunk_size", c.gdn_chunk}})
       args.push_back(fmt::format("{}={}", key, v));
+    // Not MaxText's key: PR #4348's Pallas builds, which the compiled step adds
+    // (python/tpusim_jax/gdn_kernel_rule.py).
+    if (c.gdn.build != kernels::gdn::Build::main)
+      args.push_back("gdn_build=" + kernels::gdn::name(c.gdn.build));
   }
   if (m.is_moe()) {
     const std::map<std::string, int64_t> moe = {{"experts", m.moe.experts},
@@ -63,13 +67,15 @@ std::vector<std::string> model_args(const StepConfig& c) {
 
 std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   const ModelConfig& m = c.model;
-  // MaxText 0.2.5 has the GDN layer's XLA path only (models/qwen3.py); the Pallas builds of
-  // PR #4348 and the doubling inverse of PR #4577 are not in it.
-  if (m.gdn_layers() > 0 && c.gdn.build != kernels::gdn::Build::main)
-    throw Error(
-        fmt::format("gdn build {}: MaxText 0.2.5 runs Gated Delta Net layers with the main "
-                    "build only (its XLA path)",
-                    kernels::gdn::name(c.gdn.build)));
+  // MaxText 0.2.5 has the GDN layer's XLA path only (models/qwen3.py); the compiled step adds
+  // PR #4348's Pallas builds with this project's kernels at their default tiles, not the
+  // doubling inverse of PR #4577.
+  if (m.gdn_layers() > 0 && (c.gdn.build == kernels::gdn::Build::doubling || c.gdn.head_tile_fwd ||
+                             c.gdn.head_tile_bwd || c.gdn.tile_n))
+    throw Error(fmt::format(
+        "gdn build {}: the compiled step runs the main build and PR #4348's Pallas builds (scan, "
+        "heads, ladder) at their default tiles",
+        kernels::gdn::name(c.gdn.build)));
   std::vector<std::string> args = model_args(c);
   args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
   args.push_back(fmt::format("max_target_length={}", c.seq));

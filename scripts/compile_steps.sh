@@ -34,12 +34,22 @@ compile() {  # scenario, the MaxText script of its run
   # shellcheck disable=SC2086
   (cd python && LIBTPU_INIT_ARGS="$flags" JAX_PLATFORMS=cpu ../.venv/bin/python -m \
     tpusim_jax compile-step $args -o "../$out/$stem.json" --hlo "../$out/$stem.hlo.gz")
+  # The scenario names its compiled step, once (as scripts/compile_scenarios.sh does).
+  if ! grep -q "^compiled:" "$1"; then
+    awk -v line="compiled: ../../compiled/steps/$stem.json" \
+      '/^measured:/ && !done {print line; done=1} {print}' "$1" >"$1.tmp"
+    mv "$1.tmp" "$1"
+  fi
 }
 
 compile scenarios/calibration/c3/c3_41_v5e_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh
 # C1's main build (MaxText PR #4348 on v5e-256): its run's flags are not public; MaxText's own
 # v5e flags (those of every v5e script of the wheel) are assumed.
 compile scenarios/calibration/c1/c1_main.yaml maxtext/configs/tpu/v5e/16b.sh
+# Its Pallas builds, with this project's kernels (python/tpusim_jax/gdn_kernel_rule.py).
+compile scenarios/calibration/c1/c1_scan.yaml maxtext/configs/tpu/v5e/16b.sh
+compile scenarios/calibration/c1/c1_heads.yaml maxtext/configs/tpu/v5e/16b.sh
+compile scenarios/calibration/c1/c1_ladder.yaml maxtext/configs/tpu/v5e/16b.sh
 compile scenarios/calibration/c3/c3_42_v5e_maxtext-32b.yaml maxtext/configs/tpu/v5e/32b.sh
 # C3 #41 over 2 and 32 slices (C5): 16b.sh is the script of every slice count.
 compile scenarios/calibration/c5/c5_41_v5e-256x2_maxtext-16b.yaml maxtext/configs/tpu/v5e/16b.sh

@@ -6,58 +6,12 @@
 
 #include "kernels/gdn/builder_util.h"
 #include "kernels/gdn/invert.h"
+#include "kernels/gdn/xla_fusion.h"
 
 namespace tpusim::kernels::gdn {
 namespace {
 
 constexpr auto kPar = DimSemantics::parallel;
-const IndexMap kPerChunk({axis(0), axis(2), axis(1), constant(0), constant(0)});
-
-// An XLA fusion over hb heads per grid step: chunk-parallel over grid (B, H / hb, N) on
-// [B, N, H, ., .] arrays, or one while-loop iteration over grid (B, H / hb) on one chunk's
-// [B, H, ., .] slices.
-struct Fusion {
-  enum Over { chunks, iteration };
-  KernelBuilder kb;
-  GdnBuilder g;
-  int64_t hb;
-  const GdnShape& s;
-  Over over;
-  Fusion(const std::string& name, const GdnShape& shape, int64_t heads_per_step, Over o)
-      : kb(name + " (xla)", Origin::xla),
-        g(kb, shape, Precision::highest),
-        hb(heads_per_step),
-        s(shape),
-        over(o) {
-    if (over == chunks)
-      kb.grid({s.batch, s.heads / hb, s.chunks()}, {kPar, kPar, kPar});
-    else
-      kb.grid({s.batch, s.heads / hb}, {kPar, kPar});
-  }
-  ValueId in(const std::string& n, int64_t rows, int64_t cols, DType t) {
-    return over == chunks ? g.chunk_input(n, rows, cols, t, hb, kPerChunk)
-                          : g.head_input(n, rows, cols, t, hb);
-  }
-  void out(const std::string& n, ValueId v, int64_t rows, int64_t cols, DType t) {
-    kb.copy("store " + n, v,
-            over == chunks ? g.chunk_output(n, rows, cols, t, hb, kPerChunk)
-                           : g.head_output(n, rows, cols, t, hb));
-  }
-  ValueId dot(const std::string& n, ValueId a, ValueId b, DotDims d) {
-    return kb.dot(n, a, b, DType::f32, d, Precision::highest);
-  }
-  ValueId ew(const std::string& n, EwFn f, std::vector<ValueId> in) {
-    return kb.elementwise(n, f, std::move(in), -1);
-  }
-};
-struct ChunkFusion : Fusion {
-  ChunkFusion(const std::string& name, const GdnShape& shape, int64_t hb)
-      : Fusion(name, shape, hb, chunks) {}
-};
-struct IterationFusion : Fusion {
-  IterationFusion(const std::string& name, const GdnShape& shape, int64_t hb)
-      : Fusion(name, shape, hb, iteration) {}
-};
 
 }  // namespace
 
@@ -314,138 +268,6 @@ std::shared_ptr<const Kernel> xla_solve_vjp_product(const GdnShape& s) {
           C, C, DType::f32);
     return f.kb.build();
   });
-}
-
-Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
-  const int64_t C = s.chunk, Dk = s.dk, Dv = s.dv;
-  const DType cd = s.compute, f32 = DType::f32;
-  Program body;
-  body.name = save_residuals ? "lax.scan fwd + residuals" : "lax.scan fwd";
-  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("scan q_g h", s, hb);
-    const ValueId q = f.in("q[n]", C, Dk, cd), g = f.in("g[n]", C, 1, f32),
-                  h = f.in("h", Dk, Dv, f32);
-    const ValueId q_g = f.ew("q_g", EwFn::mul, {q, f.kb.elementwise("e^g", EwFn::exp, {g}, -1)});
-    f.out("attn_inter", f.dot("q_g h", q_g, h, nn()), C, Dv, f32);
-    if (save_residuals) {
-      f.out("res q_g", q_g, C, Dk, f32);
-      f.out("res h", h, Dk, Dv, f32);
-    }
-    return f.kb.build();
-  }));
-  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("scan w h", s, hb);
-    const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32),
-                  u = f.in("u[n]", C, Dv, cd), h = f.in("h", Dk, Dv, f32);
-    const ValueId v_new = f.ew("v_new = u - w h", EwFn::sub, {u, f.dot("w h", w, h, nn())});
-    f.out("v_new", v_new, C, Dv, f32);
-    if (save_residuals) {
-      f.out("res f32(w)", w, C, Dk, f32);
-      f.out("res v_new", v_new, C, Dv, f32);
-    }
-    return f.kb.build();
-  }));
-  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("scan intra", s, hb);
-    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd),
-                  g = f.in("g[n]", C, 1, f32);
-    const ValueId v_new = f.in("v_new", C, Dv, f32), inter = f.in("attn_inter", C, Dv, f32);
-    const ValueId p = f.kb.dot("q k^T", q, k, cd, nt(), Precision::highest);
-    const ValueId decay = f.g.decay(g, f.hb);
-    const ValueId attn = f.ew("attn_i", EwFn::mul, {p, decay});
-    f.out("o[n]", f.ew("o_c", EwFn::add, {inter, f.dot("attn_i v_new", attn, v_new, nn())}), C, Dv,
-          f32);
-    if (save_residuals) {
-      f.out("res attn_i", attn, C, C, f32);
-      f.out("res decay", decay, C, C, f32);
-    }
-    return f.kb.build();
-  }));
-  body.add_kernel(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("scan state", s, hb);
-    const ValueId h = f.in("h", Dk, Dv, f32), k = f.in("k[n]", C, Dk, cd),
-                  g = f.in("g[n]", C, 1, f32);
-    const ValueId v_new = f.in("v_new", C, Dv, f32);
-    const auto [g_last, gamma, dvec, kd] = f.g.chunk_end_decay(g, k);
-    const ValueId h_new =
-        f.ew("h_new", EwFn::add,
-             {f.ew("h gamma", EwFn::mul, {h, gamma}), f.dot("kd^T v_new", kd, v_new, tn())});
-    f.out("h", h_new, Dk, Dv, f32);
-    if (save_residuals) f.out("res kd", kd, C, Dk, f32);
-    return f.kb.build();
-  }));
-  Program p;
-  p.name = body.name;
-  std::vector<std::shared_ptr<const Kernel>> fusions;
-  for (const ProgramItem& item : body.items)
-    fusions.push_back(std::get<KernelCall>(item.what).kernel);
-  p.add_loop(body.name, std::move(fusions), s.chunks());
-  return p;
-}
-
-Program xla_lax_scan_backward(const GdnShape& s) {
-  const int64_t C = s.chunk, Dk = s.dk, Dv = s.dv;
-  const DType cd = s.compute, f32 = DType::f32;
-  Program p;
-  p.name = "lax.scan bwd";
-  std::vector<std::shared_ptr<const Kernel>> fusions;
-  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("rscan dv_new", s, hb);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32),
-                  d_o = f.in("do[n]", C, Dv, f32);
-    const ValueId attn = f.in("res attn_i", C, C, f32);
-    const ValueId dv_new = f.ew(
-        "dv_new", EwFn::add, {f.dot("kd dh", kd, dh, nn()), f.dot("attn_i^T do", attn, d_o, tn())});
-    f.out("dv_new", dv_new, C, Dv, f32);
-    // u enters only through v_new = u - w h: its cotangent, stacked over the chunks (the scan's
-    // transpose writes the cotangent of each xs slice), in u's dtype.
-    f.out("du[n]", f.kb.cast("du", dv_new, cd), C, Dv, cd);
-    return f.kb.build();
-  }));
-  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("rscan dq dk dg", s, hb);
-    const ValueId d_o = f.in("do[n]", C, Dv, f32), v_new = f.in("res v_new", C, Dv, f32),
-                  decay = f.in("res decay", C, C, f32);
-    const ValueId q = f.in("q[n]", C, Dk, cd), k = f.in("k[n]", C, Dk, cd),
-                  h = f.in("res h", Dk, Dv, f32);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), kd = f.in("res kd", C, Dk, f32),
-                  q_g = f.in("res q_g", C, Dk, f32);
-    const ValueId ds = f.kb.mask("ds", f.dot("do v_new^T", d_o, v_new, nt()), MaskKind::lower);
-    const ValueId dp = f.ew("dp", EwFn::mul, {ds, decay});
-    const ValueId dkd = f.dot("v_new dh^T", v_new, dh, nt());
-    f.out("dq[n]",
-          f.ew("dq", EwFn::add, {f.dot("dp k", dp, k, nn()), f.dot("do h^T", d_o, h, nt())}), C, Dk,
-          f32);
-    f.out(
-        "dk[n]",
-        f.ew("dk", EwFn::add, {f.dot("dp^T q", dp, q, tn()), f.ew("dkd kd", EwFn::mul, {dkd, kd})}),
-        C, Dk, f32);
-    f.out("dg[n]",
-          f.kb.reduce("dg", f.ew("dq_g q_g", EwFn::mul, {f.dot("do h^T (g)", d_o, h, nt()), q_g}),
-                      {2}),
-          C, 1, f32);
-    return f.kb.build();
-  }));
-  fusions.push_back(fit_xla_tile(s.heads, [&](int64_t hb) {
-    IterationFusion f("rscan dh dw", s, hb);
-    const ValueId dh = f.in("dh", Dk, Dv, f32), h = f.in("res h", Dk, Dv, f32),
-                  q_g = f.in("res q_g", C, Dk, f32);
-    const ValueId d_o = f.in("do[n]", C, Dv, f32), w = f.in("res f32(w)", C, Dk, f32),
-                  dv_new = f.in("dv_new", C, Dv, f32);
-    const ValueId g = f.in("g[n]", C, 1, f32);
-    const ValueId gamma =
-        f.kb.elementwise("gamma", EwFn::exp, {f.kb.slice("g_last", g, 1, C - 1, 1)}, -1);
-    const ValueId dh_new =
-        f.ew("dh_new", EwFn::sub,
-             {f.ew("gamma dh + q_g^T do", EwFn::add,
-                   {f.ew("gamma dh", EwFn::mul, {dh, gamma}), f.dot("q_g^T do", q_g, d_o, tn())}),
-              f.dot("w^T dv_new", w, dv_new, tn())});
-    f.out("dh", dh_new, Dk, Dv, f32);
-    f.out("dw[n]", f.kb.scale("dw", f.dot("dv_new h^T", dv_new, h, nt()), -1.0), C, Dk, f32);
-    return f.kb.build();
-  }));
-  p.add_loop(p.name, std::move(fusions), s.chunks());
-  return p;
 }
 
 namespace {

@@ -67,6 +67,7 @@ def invert_ladder(s, tile_n=None):
         out_specs=spec,
         out_shape=jax.ShapeDtypeStruct(s.shape, jnp.float32),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",) * 3),
+        name="gdn_invert_unit_lower",
     )(s)
 
 

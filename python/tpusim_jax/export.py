@@ -627,10 +627,12 @@ def operand_name(eqn, env: dict, var) -> str:
     return env[var]
 
 
-def collect_kernels(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str) -> dict:
-    """Every pallas_call of `fn`, wherever it is (inside scans, loops, conditions, custom VJPs),
-    as a program of kernels with operands named KERNEL.inN / KERNEL.outN: what the compiler
-    import resolves the compiled program's Pallas custom calls to, by kernel name."""
+def collect_kernels(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str,
+                    only: set | None = None) -> dict:
+    """Every pallas_call of `fn` (or those named in `only`), wherever it is (inside scans, loops,
+    conditions, custom VJPs, shard_maps), as a program of kernels with operands named
+    KERNEL.inN / KERNEL.outN: what the compiler import resolves the compiled program's Pallas
+    custom calls to, by kernel name."""
     closed = jax.make_jaxpr(fn)(*[a for _, a in args])
     items: list[dict] = []
     seen: set = set()
@@ -639,7 +641,7 @@ def collect_kernels(fn, args: list[tuple[str, jax.ShapeDtypeStruct]], name: str)
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "pallas_call":
                 kname = kernel_name(eqn, len(items))
-                if kname not in seen:
+                if kname not in seen and (only is None or kname in only):
                     seen.add(kname)
                     ins = [f"{kname}.in{j}" for j in range(len(eqn.invars))]
                     items.append({"kernel": export_pallas_call(eqn, len(items), ins)[0]})

@@ -4,7 +4,7 @@ with SiLU, q and k repeated to the value heads and L2-normalised, beta = sigmoid
 g = -exp(A_log) softplus(a + dt_bias), the chunked delta rule, a gated RMSNorm with z, out_proj)
 for the compiled training step (train_step.py). The rule itself is MaxText's
 `jax_chunk_gated_delta_rule` (L219-), read from the pinned wheel at run time: the main build's XLA
-path, the only one MaxText 0.2.5 has.
+path, the only one MaxText 0.2.5 has; the Pallas builds' rule is gdn_kernel_rule.py.
 """
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ def gdn_shapes(E: int, hk: int, hv: int, dk: int, dv: int, kernel: int, fsdp, sp
     }
 
 
-def gdn_mixer(hk: int, hv: int, dk: int, dv: int, chunk: int, norm, bf16):
-    """x [B, S, E] (the layer input, normalised inside) -> the mixer's output [B, S, E]."""
-    rule = _rule()
+def gdn_mixer(hk: int, hv: int, dk: int, dv: int, chunk: int, norm, bf16, rule=None):
+    """x [B, S, E] (the layer input, normalised inside) -> the mixer's output [B, S, E]. `rule`
+    stands in for MaxText's chunked rule (the Pallas builds, gdn_kernel_rule.py)."""
+    rule = rule or _rule()
 
     def l2norm(x):
         x32 = x.astype(jnp.float32)

@@ -24,22 +24,25 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
   axis over them (MaxText's hybrid mesh with dcn_data_parallelism).
 - quantization=int8: the projections through MaxText's AQT configuration (int8_step.py).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
-pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts shared
-experts and the megablox path with expert or tensor parallelism (refused with the key that asks for
-them); MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py). Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
+pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the
+megablox path with expert or tensor parallelism (refused with the key that asks for them);
+MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py), with
+shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
 Delta Net layers with MaxText's own XLA path (gdn_step.py).
 """
 from __future__ import annotations
 
 import functools
 import gzip
+import json
 import math
 import os
 import re
 import shutil
 import tempfile
 
-from tpusim_jax.export import ExportError
+from tpusim_jax.export import ExportError, collect_kernels
+from tpusim_jax.gdn_kernel_rule import BUILDS, GDN_KERNELS, kernel_rule
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
 from tpusim_jax.int8_step import int8_einsum
 from tpusim_jax.moe_step import moe_mlp, moe_shapes, sparse_moe_mlp
@@ -65,6 +68,9 @@ DEFAULTS = {
     "gdn_conv_kernel_dim": "4", "gdn_key_head_dim": "128", "gdn_value_head_dim": "128",
     "gdn_num_key_heads": "16", "gdn_num_value_heads": "32", "gdn_chunk_size": "64",
     "use_qk_norm_in_gdn": "true",
+    # Not MaxText's: the GDN build of C1 (main, or PR #4348's Pallas path: scan, heads, ladder;
+    # gdn_kernel_rule.py), which MaxText 0.2.5 does not have.
+    "gdn_build": "main",
     # Mixture of experts (base.yml L247-251, L271, L380; moe_step.py).
     "num_experts": "1", "num_experts_per_tok": "1", "base_moe_mlp_dim": "-1",
     "shared_experts": "0", "sparse_matmul": "true", "capacity_factor": "-1.0",
@@ -150,9 +156,9 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         if not sparse and float(config["capacity_factor"]) <= 0:
             raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
                               "drops tokens at a capacity (a factor > 0)")
-        if config["shared_experts"] != "0":
-            raise ExportError(f"shared_experts={config['shared_experts']}: the compiled step "
-                              "has no shared experts")
+    if config["gdn_build"] not in ("main",) + BUILDS:
+        raise ExportError(f"gdn_build={config['gdn_build']}: expected main, "
+                          f"{', '.join(BUILDS)}")
     if config["quantization"] not in ("", "int8"):
         raise ExportError(f"quantization={config['quantization']}: the compiled step has int8 "
                           "(AQT) only")
@@ -194,6 +200,25 @@ def topology_for(compile_topology: str) -> str:
         raise ExportError(f"compile_topology={compile_topology}: no slice of {chips} chips "
                           f"(known: {', '.join(str(k) for k in shapes)})")
     return f"{generation}:{shapes[chips]}"
+
+
+def pallas_rule(build: str, mesh, batch_axes):
+    """The GDN rule of a Pallas build run per shard (a Pallas call is not partitioned by XLA, so
+    it runs in a shard_map over the batch and the heads, as the attention's does); None for main."""
+    if build == "main":
+        return None
+    import jax
+    from jax.sharding import PartitionSpec as P
+    per_shard = kernel_rule(build)
+    vectors, scalars = P(batch_axes, None, "tensor", None), P(batch_axes, None, "tensor")
+
+    def rule(q, k, v, g, beta, chunk_size):
+        sharded = jax.shard_map(lambda *a: per_shard(*a, chunk_size)[0], mesh=mesh,
+                                in_specs=(vectors,) * 3 + (scalars,) * 2, out_specs=vectors,
+                                check_vma=False)
+        return sharded(q, k, v, g, beta), None
+
+    return rule
 
 
 def mesh_shape(config: dict, chips: int) -> dict[str, int]:
@@ -261,21 +286,31 @@ def build_step(config: dict, devices, slices: int = 1):
         raise ExportError("fused_qkv=true with decoder_block=qwen3_next: the gated query of "
                           "Qwen3-Next's attention is not built into a fused projection here")
 
+    # Shared experts (moe.py RoutedAndSharedMoE, L4793-4796): a dense MLP block of
+    # shared_experts x moe_mlp_dim (maxtext_utils.get_shared_expert_mlp_dim, L731-736) beside the
+    # routed experts, its output added to theirs.
+    shared_width = _int(config, "shared_experts") * _int(config, "base_moe_mlp_dim")
+
+    def dense_shapes(prefix, lead, width):
+        n = none * len(lead)
+        out = {prefix + "wo_mlp": (lead + (width, E), spec(*n, "tensor", fsdp))}
+        if fused_mlp:  # kernel_axes ("embed", "num_activations", "mlp")
+            out[prefix + "wi"] = (lead + (E, 2 if gated else 1, width),
+                                  spec(*n, fsdp, None, "tensor"))
+            return out
+        out[prefix + "wi_0"] = (lead + (E, width), spec(*n, fsdp, "tensor"))
+        if gated:
+            out[prefix + "wi_1"] = (lead + (E, width), spec(*n, fsdp, "tensor"))
+        return out
+
     def mlp_shapes(prefix, lead):
         n = none * len(lead)
+        norm_2 = {prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
         if experts > 1:
+            shared = dense_shapes(prefix + "shared_", lead, shared_width) if shared_width else {}
             return {prefix + k: v for k, v in moe_shapes(
-                E, experts, _int(config, "base_moe_mlp_dim"), spec, lead).items()} | {
-                prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
-        out = {prefix + "wo_mlp": (lead + (F, E), spec(*n, "tensor", fsdp)),
-               prefix + "norm_2": (lead + (E,), spec(*n, "tensor"))}
-        if fused_mlp:  # kernel_axes ("embed", "num_activations", "mlp")
-            out[prefix + "wi"] = (lead + (E, 2 if gated else 1, F), spec(*n, fsdp, None, "tensor"))
-            return out
-        out[prefix + "wi_0"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
-        if gated:
-            out[prefix + "wi_1"] = (lead + (E, F), spec(*n, fsdp, "tensor"))
-        return out
+                E, experts, _int(config, "base_moe_mlp_dim"), spec, lead).items()} | shared | norm_2
+        return dense_shapes(prefix, lead, F) | norm_2
 
     # Qwen3-Next's full attention projects a query and a gate per head (MaxText 0.2.5
     # layers/attentions.py L680-681: out features (heads, head_dim * 2) for qwen3_next).
@@ -359,7 +394,12 @@ def build_step(config: dict, devices, slices: int = 1):
         if experts > 1:
             params = {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
             m = experts_mlp(h, params if prefix else p)
+            if shared_width:
+                m = m + dense_mlp(h, p, prefix + "shared_")
             return jax.lax.with_sharding_constraint(x + m, activations)
+        return jax.lax.with_sharding_constraint(x + dense_mlp(h, p, prefix), activations)
+
+    def dense_mlp(h, p, prefix):
         if fused_mlp:
             x2 = checkpoint_name(project("bse,enf->bsnf", h, p, prefix + "wi", 4), "mlpwi")
             a = act_fn(x2[:, :, 0]) * x2[:, :, 1] if gated else act_fn(x2[:, :, 0])
@@ -370,8 +410,7 @@ def build_step(config: dict, devices, slices: int = 1):
         else:
             a = act_fn(checkpoint_name(project("bse,ef->bsf", h, p, prefix + "wi_0", 4),
                                        "mlpwi_0"))
-        m = checkpoint_name(project("bsf,fe->bse", a, p, prefix + "wo_mlp", 6), "mlpwo")
-        return jax.lax.with_sharding_constraint(x + m, activations)
+        return checkpoint_name(project("bsf,fe->bse", a, p, prefix + "wo_mlp", 6), "mlpwo")
 
     def attention_layer(x, p):
         x = checkpoint_name(x, "decoder_layer_input")
@@ -394,7 +433,8 @@ def build_step(config: dict, devices, slices: int = 1):
 
     if interval > 1:
         mixer = gdn_mixer(gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
-                          gdn["value_head_dim"], gdn["chunk_size"], norm, bf16)
+                          gdn["value_head_dim"], gdn["chunk_size"], norm, bf16,
+                          pallas_rule(config["gdn_build"], mesh, batch_axes))
 
     def gdn_layer(x, p):
         x = checkpoint_name(x, "decoder_layer_input")
@@ -535,4 +575,13 @@ def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
         with opener(hlo_path, "wt") as f:
             f.write(compiled.as_text())
         result["hlo"] = os.path.basename(hlo_path)
+        if config["gdn_build"] != "main":
+            # The GDN kernels as tpusim programs, for the import to resolve their custom calls
+            # (splash attention is resolved by name).
+            kernels = collect_kernels(step, [(f"arg{i}", a) for i, a in enumerate(args)],
+                                      "gdn kernels", GDN_KERNELS)
+            path = re.sub(r"(\.hlo)?(\.gz)?$", "", hlo_path) + ".kernels.json"
+            with open(path, "w") as f:
+                json.dump(kernels, f)
+            result["kernels_program"] = os.path.basename(path)
     return result

@@ -580,8 +580,12 @@ TEST(Gui, TheFileBrowserOpensAScenario) {
   const fs::path dir = fs::temp_directory_path() / "tpusim_gui_browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  fs::copy_file(std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c1/c1_ladder.yaml",
-                dir / "ladder.yaml");
+  // Without its compiled step, whose path is relative to the scenario's own folder.
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) + "/scenarios/calibration/c1/c1_ladder.yaml");
+  std::ofstream out(dir / "ladder.yaml");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("compiled:", 0) != 0) out << line << "\n";
+  out.close();
   std::string log;
   // The button, then the second row of the list ("../" is the first).
   ASSERT_EQ(

@@ -49,6 +49,27 @@ grep -q "^chip v5e  time" "$dir/run" && grep -q "^while .*: 4 trips" "$dir/run"
 # Over 2 slices the DCN reductions are megascale host transfers, imported as collectives.
 "$tpusim" run --hlo "$dir/small_2slices.hlo.gz" --chip v5e >"$dir/run2"
 grep -q "^while .*: 3 trips, .* 17 asynchronous" "$dir/run2"
+# Shared experts (moe.py RoutedAndSharedMoE) add a dense MLP of shared_experts x moe_mlp_dim to
+# each of the 4 layers: its three f32 [1024, 2048] weights and their two AdamW moments, over 4 chips.
+args=$("$tpusim" export maxtext "$data/small_moe_sparse.yaml")
+# shellcheck disable=SC2086
+$py -m tpusim_jax compile-step ${args/shared_experts=0/shared_experts=1} -o "$dir/shared.json" \
+  >"$dir/log" 2>"$dir/err"
+$py - "$dir/small_moe_sparse.json" "$dir/shared.json" <<'PY'
+import json, sys
+routed, shared = (json.load(open(p))["memory"]["argument_bytes"] for p in sys.argv[1:])
+assert shared - routed == 4 * 3 * 1024 * 2048 * 4 * 3 // 4, (routed, shared)
+PY
+# The hybrid step on PR #4348's Pallas path (gdn_build=ladder, gdn_kernel_rule.py): its GDN
+# kernels are exported beside the HLO and resolve the compiled program's custom calls, run by the
+# forward and the recompute (the scan's and the ladder's) and by the backward (the scan's).
+args=$("$tpusim" export maxtext "$data/small_gdn.yaml")
+# shellcheck disable=SC2086
+$py -m tpusim_jax compile-step $args gdn_build=ladder -o "$dir/ladder.json" \
+  --hlo "$dir/ladder.hlo.gz" >"$dir/log" 2>"$dir/err"
+grep -q '"kernels_program": "ladder.kernels.json"' "$dir/ladder.json"
+"$tpusim" run --hlo "$dir/ladder.json" --profile - >"$dir/run5"
+for k in gdn_scan_fwd gdn_scan_bwd gdn_invert_unit_lower; do grep -q " $k \[pallas\]" "$dir/run5"; done
 # The megablox step's grouped matmuls (gmm and tgmm custom calls) are tpusim's grouped matmuls.
 "$tpusim" run --hlo "$dir/small_moe_sparse.hlo.gz" --chip v5e --profile - >"$dir/run4"
 [ "$(grep -c '^kernel megablox' "$dir/run4")" -eq 12 ]

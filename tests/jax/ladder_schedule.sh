@@ -18,7 +18,7 @@ import glob, json, re, sys
 d = sys.argv[1]
 ALU = ("vpack", "vunpack", "vadd", "vsub", "vselect", "vcmp", "vmand", "vdiv", "vrem")
 for chip in ("v5e", "v5p", "v6e"):
-    text = open(glob.glob(f"{d}/{chip}.jf/*invert_ladder*schedule-analysis_final_bundles.txt")[0]).read()
+    text = open(glob.glob(f"{d}/{chip}.jf/*gdn_invert_unit_lower*schedule-analysis_final_bundles.txt")[0]).read()
     bundles = int(re.search(r"total scheduled bundles:\s*(\d+)", text).group(1))
     ops = json.load(open(f"{d}/{chip}/compile.json"))["pallas_kernels"][0]["llo_ops"]
     alu = sum(ops.get(f"llo.{k}", 0) for k in ALU)

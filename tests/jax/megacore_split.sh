@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 bounds() {  # the ladder's [B, 32 chunks, 32 heads, 128, 128] input: each core's iteration bounds
   compile_ladder_with_bundles v5p:2x2x1 "$1x32x32x128x128" "$dir/c$1"
-  grep -ho 'iteration_bounds: ([0-9, ]*)' "$dir"/c"$1".jf/*invert_ladder*-final_bundles.txt | sort -u
+  grep -ho 'iteration_bounds: ([0-9, ]*)' "$dir"/c"$1".jf/*gdn_invert_unit_lower*-final_bundles.txt | sort -u
 }
 [ "$(bounds 1)" = "iteration_bounds: (1, 16, 4)" ]
 [ "$(bounds 2)" = "iteration_bounds: (1, 32, 4)" ]
