@@ -6,7 +6,7 @@
 # and <stem>.hlo.gz (the optimized HLO, named in the JSON). A scenario whose `compiled:` is that
 # JSON gets the compiled program simulated beside its step model (`tpusim run`, `validate`;
 # docs/compiler_import.md, "Whole compiled steps").
-# Needs scripts/setup.sh's .venv; about 20 minutes of 2 cores.
+# Needs scripts/setup.sh's .venv; about 35 minutes of 2 cores.
 # Usage: scripts/compile_steps.sh [STEM ...]   (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
