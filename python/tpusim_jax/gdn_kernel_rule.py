@@ -16,7 +16,6 @@ The kernels are this project's, written from gdn_kernels.md; the PR's own code i
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import sys

@@ -5,7 +5,7 @@ dropped, the dispatch and combine masks [B, S, E, C]), then the einsums "BSM,BSE
 "EBCM,EMH -> EBCH" (gate and up, SiLU), "EBCH,EHM -> EBCM" and "EBCM,BSEC -> BSM" (L4073-4076),
 for the compiled training step (train_step.py); and the dropless megablox path (sparse_matmul:
 true, megablox: true, base.yml L249-250, without expert parallelism), `sparse_moe_mlp` below.
-Shared experts are not compiled here.
+Shared experts are a dense MLP beside either, added by train_step.py.
 
 Sharding follows flax's resolution of base.yml's logical rules (L636-750: rules in order, a rule
 taken only if none of its mesh axes is already used by the array): the experts' weights
