@@ -1,6 +1,5 @@
 // The main build's lax.scan over chunks as XLA compiles it (C1's compiled loops): the forward
 // walk, its recompute that stacks residuals, and the reverse walk.
-#include <functional>
 #include <string>
 #include <utility>
 
@@ -18,20 +17,17 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
   const int64_t C = s.chunk, Dk = s.dk, Dv = s.dv;
   const DType cd = s.compute, f32 = DType::f32;
   LoopBody body(s);
-  auto fusion = [&](const std::string& name, const std::function<void(IterationFusion&)>& make) {
-    body.add(name, make);
-  };
   auto e_g = [&](IterationFusion& f) {
     return f.kb.elementwise("e^g", EwFn::exp, {f.in("g[n]", C, 1, f32)}, -1);
   };
   if (save_residuals)  // the state entering the chunk, before the walk replaces it
-    fusion("res h",
-           [&](IterationFusion& f) { f.out("res h", f.in("h", Dk, Dv, f32), Dk, Dv, f32); });
-  fusion("scan q_g h", [&](IterationFusion& f) {
+    body.add("res h",
+             [&](IterationFusion& f) { f.out("res h", f.in("h", Dk, Dv, f32), Dk, Dv, f32); });
+  body.add("scan q_g h", [&](IterationFusion& f) {
     const ValueId q_g = f.ew("q_g", EwFn::mul, {f.in("q[n]", C, Dk, cd), e_g(f)});
     f.out("attn_inter", f.dot("q_g h", q_g, f.in("h", Dk, Dv, f32), nn()), C, Dv, f32);
   });
-  fusion("scan w h", [&](IterationFusion& f) {
+  body.add("scan w h", [&](IterationFusion& f) {
     const ValueId w = f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32);
     f.out("v_new",
           f.ew("v_new = u - w h", EwFn::sub,
@@ -39,7 +35,7 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
           C, Dv, f32);
   });
   // jnp.matmul of the bf16 q and k returns bf16.
-  fusion("scan q k^T", [&](IterationFusion& f) {
+  body.add("scan q k^T", [&](IterationFusion& f) {
     f.out("q k^T",
           f.kb.dot("q k^T", f.in("q[n]", C, Dk, cd), f.in("k[n]", C, Dk, cd), cd, nt(),
                    Precision::highest),
@@ -50,7 +46,7 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
     const ValueId p = f.kb.cast("f32(q k^T)", f.in("q k^T", C, C, cd), f32);
     return std::pair{f.ew("attn_i", EwFn::mul, {p, decay}), decay};
   };
-  fusion("scan o", [&](IterationFusion& f) {
+  body.add("scan o", [&](IterationFusion& f) {
     const ValueId attn = attn_i(f).first;
     const ValueId o = f.dot("attn_i v_new", attn, f.in("v_new", C, Dv, f32), nn());
     f.out("o[n]", f.ew("o_c", EwFn::add, {f.in("attn_inter", C, Dv, f32), o}), C, Dv, f32);
@@ -58,7 +54,7 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
   auto chunk_end = [&](IterationFusion& f) {
     return f.g.chunk_end_decay(f.in("g[n]", C, 1, f32), f.in("k[n]", C, Dk, cd));
   };
-  fusion("scan state", [&](IterationFusion& f) {
+  body.add("scan state", [&](IterationFusion& f) {
     const auto e = chunk_end(f);
     f.out("h",
           f.ew("h_new", EwFn::add,
@@ -67,20 +63,21 @@ Program xla_lax_scan_forward(const GdnShape& s, bool save_residuals) {
           Dk, Dv, f32);
   });
   if (save_residuals) {
-    fusion("res q_g", [&](IterationFusion& f) {
+    body.add("res q_g", [&](IterationFusion& f) {
       f.out("res q_g", f.ew("q_g", EwFn::mul, {f.in("q[n]", C, Dk, cd), e_g(f)}), C, Dk, f32);
     });
-    fusion("res f32(w)", [&](IterationFusion& f) {
+    body.add("res f32(w)", [&](IterationFusion& f) {
       f.out("res f32(w)", f.kb.cast("f32(w)", f.in("w[n]", C, Dk, cd), f32), C, Dk, f32);
     });
-    fusion("res v_new",
-           [&](IterationFusion& f) { f.out("res v_new", f.in("v_new", C, Dv, f32), C, Dv, f32); });
-    fusion("res attn_i decay", [&](IterationFusion& f) {
+    body.add("res v_new", [&](IterationFusion& f) {
+      f.out("res v_new", f.in("v_new", C, Dv, f32), C, Dv, f32);
+    });
+    body.add("res attn_i decay", [&](IterationFusion& f) {
       const auto [attn, decay] = attn_i(f);
       f.out("res attn_i", attn, C, C, f32);
       f.out("res decay", decay, C, C, f32);
     });
-    fusion("res kd", [&](IterationFusion& f) { f.out("res kd", chunk_end(f).kd, C, Dk, f32); });
+    body.add("res kd", [&](IterationFusion& f) { f.out("res kd", chunk_end(f).kd, C, Dk, f32); });
   }
   Program p;
   p.name = save_residuals ? "lax.scan fwd + residuals" : "lax.scan fwd";
@@ -99,14 +96,11 @@ Program xla_lax_scan_backward(const GdnShape& s) {
   Program p;
   p.name = "lax.scan bwd";
   LoopBody body(s);
-  auto fusion = [&](const std::string& name, const std::function<void(IterationFusion&)>& make) {
-    body.add(name, make);
-  };
-  fusion("rscan kd dh", [&](IterationFusion& f) {
+  body.add("rscan kd dh", [&](IterationFusion& f) {
     f.out("kd dh", f.dot("kd dh", f.in("res kd", C, Dk, f32), f.in("dh", Dk, Dv, f32), nn()), C, Dv,
           f32);
   });
-  fusion("rscan dv_new", [&](IterationFusion& f) {
+  body.add("rscan dv_new", [&](IterationFusion& f) {
     const ValueId attn = f.in("res attn_i", C, C, f32), d_o = f.in("do[n]", C, Dv, f32);
     const ValueId dv_new = f.ew("dv_new", EwFn::add,
                                 {f.in("kd dh", C, Dv, f32), f.dot("attn_i^T do", attn, d_o, tn())});
@@ -115,14 +109,14 @@ Program xla_lax_scan_backward(const GdnShape& s) {
     // transpose writes the cotangent of each xs slice), in u's dtype.
     f.out("du[n]", f.kb.cast("du", dv_new, cd), C, Dv, cd);
   });
-  fusion("rscan dw", [&](IterationFusion& f) {
+  body.add("rscan dw", [&](IterationFusion& f) {
     const ValueId dv_new = f.in("dv_new", C, Dv, f32), h = f.in("res h", Dk, Dv, f32);
     f.out(
         "dw[n]",
         f.kb.cast("dw", f.kb.scale("-dv_new h^T", f.dot("dv_new h^T", dv_new, h, nt()), -1.0), cd),
         C, Dk, cd);
   });
-  fusion("rscan dh w", [&](IterationFusion& f) {
+  body.add("rscan dh w", [&](IterationFusion& f) {
     const ValueId dh = f.in("dh", Dk, Dv, f32), g = f.in("g[n]", C, 1, f32);
     const ValueId w = f.in("res f32(w)", C, Dk, f32), dv_new = f.in("dv_new", C, Dv, f32);
     const ValueId gamma =
@@ -132,27 +126,27 @@ Program xla_lax_scan_backward(const GdnShape& s) {
                {f.ew("gamma dh", EwFn::mul, {dh, gamma}), f.dot("w^T dv_new", w, dv_new, tn())}),
           Dk, Dv, f32);
   });
-  fusion("rscan dh", [&](IterationFusion& f) {
+  body.add("rscan dh", [&](IterationFusion& f) {
     const ValueId q_g = f.in("res q_g", C, Dk, f32), d_o = f.in("do[n]", C, Dv, f32);
     f.out("dh",
           f.ew("dh_new", EwFn::add,
                {f.in("gamma dh - w^T dv_new", Dk, Dv, f32), f.dot("q_g^T do", q_g, d_o, tn())}),
           Dk, Dv, f32);
   });
-  fusion("rscan dq_g dg", [&](IterationFusion& f) {
+  body.add("rscan dq_g dg", [&](IterationFusion& f) {
     const ValueId d_o = f.in("do[n]", C, Dv, f32), h = f.in("res h", Dk, Dv, f32),
                   q_g = f.in("res q_g", C, Dk, f32);
     const ValueId dq_g = f.dot("do h^T", d_o, h, nt());
     f.out("dq_g", dq_g, C, Dk, f32);
     f.out("dg[n]", f.kb.reduce("dg", f.ew("dq_g q_g", EwFn::mul, {dq_g, q_g}), {2}), C, 1, f32);
   });
-  fusion("rscan dp", [&](IterationFusion& f) {
+  body.add("rscan dp", [&](IterationFusion& f) {
     const ValueId d_o = f.in("do[n]", C, Dv, f32), v_new = f.in("res v_new", C, Dv, f32);
     const ValueId ds = f.kb.mask("ds", f.dot("do v_new^T", d_o, v_new, nt()), MaskKind::lower);
     f.out("dp", f.kb.cast("dp.c", f.ew("dp", EwFn::mul, {ds, f.in("res decay", C, C, f32)}), cd), C,
           C, cd);
   });
-  fusion("rscan dq", [&](IterationFusion& f) {
+  body.add("rscan dq", [&](IterationFusion& f) {
     const ValueId dp = f.in("dp", C, C, cd), k = f.in("k[n]", C, Dk, cd);
     f.out("dq[n]",
           f.kb.cast("dq",
@@ -161,11 +155,11 @@ Program xla_lax_scan_backward(const GdnShape& s) {
                     cd),
           C, Dk, cd);
   });
-  fusion("rscan dkd", [&](IterationFusion& f) {
+  body.add("rscan dkd", [&](IterationFusion& f) {
     const ValueId v_new = f.in("res v_new", C, Dv, f32), dh = f.in("dh", Dk, Dv, f32);
     f.out("dkd", f.dot("v_new dh^T", v_new, dh, nt()), C, Dk, f32);
   });
-  fusion("rscan dk", [&](IterationFusion& f) {
+  body.add("rscan dk", [&](IterationFusion& f) {
     const ValueId dp = f.in("dp", C, C, cd), q = f.in("q[n]", C, Dk, cd);
     const ValueId dkd_kd =
         f.ew("dkd kd", EwFn::mul, {f.in("dkd", C, Dk, f32), f.in("res kd", C, Dk, f32)});

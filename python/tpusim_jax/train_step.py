@@ -27,8 +27,9 @@ Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout
 pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the
 megablox path with expert or tensor parallelism (refused with the key that asks for them);
 MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py), with
-shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid decoder (decoder_block=qwen3_next) runs its Gated
-Delta Net layers with MaxText's own XLA path (gdn_step.py).
+shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid decoder
+(decoder_block=qwen3_next) runs its Gated Delta Net layers with MaxText's own XLA path
+(gdn_step.py), or with PR #4348's Pallas kernels (gdn_build; gdn_kernel_rule.py).
 """
 from __future__ import annotations
 
@@ -148,11 +149,6 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
             raise ExportError("fused_mlp=true: the compiled step's experts have no fused "
                               "up projection")
         sparse = config["sparse_matmul"].lower() == "true"
-        if sparse and (_int(config, "ici_expert_parallelism") > 1
-                       or _int(config, "ici_tensor_parallelism") > 1):
-            raise ExportError("sparse_matmul=true: the compiled step's megablox path has no "
-                              "expert or tensor parallelism (sparse_matmul=false with a "
-                              "capacity_factor compiles them)")
         if not sparse and float(config["capacity_factor"]) <= 0:
             raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
                               "drops tokens at a capacity (a factor > 0)")
@@ -257,6 +253,11 @@ def build_step(config: dict, devices, slices: int = 1):
     gated = config["mlp_activations"].replace(" ", "") in ("silu,linear", "gelu,linear")
     act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
     axes = mesh_shape(config, len(devices) // slices)
+    if (_int(config, "num_experts") > 1 and config["sparse_matmul"].lower() == "true"
+            and (axes["expert"] > 1 or axes["tensor"] > 1)):
+        raise ExportError("sparse_matmul=true: the compiled step's megablox path has no "
+                          "expert or tensor parallelism (sparse_matmul=false with a "
+                          "capacity_factor compiles them)")
     # MaxText's hybrid mesh (create_device_mesh): the DCN axes outside the ICI ones, data first.
     devices = sorted(devices, key=lambda d: (getattr(d, "slice_index", 0), d.id))
     axes["data"] *= slices
