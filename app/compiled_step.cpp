@@ -69,6 +69,13 @@ std::string compiled_verdict(const CompiledStep& c) {
   std::smatch m;
   if (std::regex_search(c.message, m, amounts))
     return fmt::format("does not fit ({} needed, {} available)", m[1].str(), m[2].str());
+  // The pinned host memory remat offloads into: "Allocation (size=N) would exceed memory
+  // (size=M) :: ... operand.host ...".
+  static const std::regex host(
+      R"(Allocation \(size=(\d+)\) would exceed memory \(size=(\d+)\).*\.host)");
+  if (std::regex_search(c.message, m, host))
+    return fmt::format("does not fit in host memory ({} offloaded, {} available)",
+                       format_bytes(std::stoll(m[1].str())), format_bytes(std::stoll(m[2].str())));
   return fmt::format("does not fit ({})", c.message);
 }
 

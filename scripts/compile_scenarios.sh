@@ -2,9 +2,9 @@
 # The TPU compiler's verdict on every calibration and blind scenario it can compile: each
 # scenario's MaxText command line (`tpusim export maxtext`) compiled for its topology by
 # `python -m tpusim_jax compile-step` into scenarios/compiled/<scenario file stem>.json (memory
-# analysis, or the out-of-memory message). Scenarios the compiled step does not model (GDN builds
-# other than main, megablox with expert or tensor parallelism, int8 with experts, context
-# parallelism, multi-head latent attention) are listed with the reason.
+# analysis, or the out-of-memory message). Scenarios the compiled step does not model (the GDN build
+# doubling, megablox with expert or tensor parallelism, int8 with experts, context parallelism)
+# are listed with the reason.
 # Each compiled scenario gets `compiled: FILE` if it has none; `tpusim validate` prints the
 # compiled peak beside tpusim's memory model. Needs scripts/setup.sh's
 # .venv (jax, libtpu); a compile takes 20 s to a few minutes of 2 cores.

@@ -46,6 +46,7 @@ from tpusim_jax.export import ExportError, collect_kernels
 from tpusim_jax.gdn_kernel_rule import BUILDS, GDN_KERNELS, kernel_rule
 from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
 from tpusim_jax.int8_step import int8_einsum
+from tpusim_jax.mla_step import KEYS as MLA_KEYS, mla_qkv, mla_shapes
 from tpusim_jax.moe_step import moe_mlp, moe_shapes, sparse_moe_mlp
 
 # MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
@@ -75,6 +76,10 @@ DEFAULTS = {
     # Mixture of experts (base.yml L247-251, L271, L380; moe_step.py).
     "num_experts": "1", "num_experts_per_tok": "1", "base_moe_mlp_dim": "-1",
     "shared_experts": "0", "sparse_matmul": "true", "capacity_factor": "-1.0",
+    # Dense layers before the experts' (base.yml L379; DeepSeek's decoder scans them apart) and
+    # multi-head latent attention (L487, L542-546; mla_step.py).
+    "first_num_dense_layers": "0", "attention_type": "global", "q_lora_rank": "0",
+    "kv_lora_rank": "512", "qk_nope_head_dim": "128", "qk_rope_head_dim": "64", "v_head_dim": "128",
     # AQT int8 (base.yml L137, L176; int8_step.py).
     "quantization": "", "quantization_local_shard_count": "-1",
 }
@@ -84,8 +89,7 @@ PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj"
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
               "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
 # MaxText keys of what the compiled step does not model, refused with the reason.
-NOT_COMPILED = {"first_num_dense_layers": "dense layers among a mixture of experts' layers",
-                "attention_type": "attention but MaxText's global (multi-head latent attention)"}
+NOT_COMPILED = {}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
 _MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]
@@ -152,6 +156,9 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         if not sparse and float(config["capacity_factor"]) <= 0:
             raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
                               "drops tokens at a capacity (a factor > 0)")
+    if config["attention_type"] not in ("global", "mla"):
+        raise ExportError(f"attention_type={config['attention_type']}: the compiled step has "
+                          "global and mla attention")
     if config["gdn_build"] not in ("main",) + BUILDS:
         raise ExportError(f"gdn_build={config['gdn_build']}: expected main, "
                           f"{', '.join(BUILDS)}")
@@ -272,10 +279,11 @@ def build_step(config: dict, devices, slices: int = 1):
 
     hybrid = config["decoder_block"] == "qwen3_next"
     interval = _int(config, "inhomogeneous_layer_cycle_interval") if hybrid else 1
-    if L % interval:
+    dense_first = _int(config, "first_num_dense_layers") if _int(config, "num_experts") > 1 else 0
+    if (L - dense_first) % interval:
         raise ExportError(f"base_num_decoder_layers={L} is not a whole number of cycles of "
                           f"inhomogeneous_layer_cycle_interval={interval}")
-    cycles = L // interval
+    cycles = (L - dense_first) // interval
     gdn = {k: _int(config, "gdn_" + k) for k in ("num_key_heads", "num_value_heads",
                                                   "key_head_dim", "value_head_dim",
                                                   "conv_kernel_dim", "chunk_size")}
@@ -316,14 +324,21 @@ def build_step(config: dict, devices, slices: int = 1):
     # Qwen3-Next's full attention projects a query and a gate per head (MaxText 0.2.5
     # layers/attentions.py L680-681: out features (heads, head_dim * 2) for qwen3_next).
     q_width = 2 * D if hybrid else D
-    qkv_weights = {"wqkv": ((cycles, E, H + 2 * KV, D), spec(None, fsdp, "tensor", None))} \
-        if fused_qkv else {
-        "wq": ((cycles, E, H, q_width), spec(None, fsdp, "tensor", None)),
-        "wk": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None)),
-        "wv": ((cycles, E, KV, D), spec(None, fsdp, "tensor", None))}
-    shapes = qkv_weights | {
-        "wo": ((cycles, H, D, E), spec(None, "tensor", None, fsdp)),
-        "norm_1": ((cycles, E), spec(None, "tensor")),
+    mla = {k: _int(config, k) for k in MLA_KEYS} if config["attention_type"] == "mla" else None
+
+    def attention_shapes(lead):
+        n = none * len(lead)
+        if mla:
+            return mla_shapes(E, H, mla, fsdp, spec, lead) | {"norm_1": (lead + (E,), spec(*n, "tensor"))}
+        qkv = {"wqkv": (lead + (E, H + 2 * KV, D), spec(*n, fsdp, "tensor", None))} \
+            if fused_qkv else {
+            "wq": (lead + (E, H, q_width), spec(*n, fsdp, "tensor", None)),
+            "wk": (lead + (E, KV, D), spec(*n, fsdp, "tensor", None)),
+            "wv": (lead + (E, KV, D), spec(*n, fsdp, "tensor", None))}
+        return qkv | {"wo": (lead + (H, D, E), spec(*n, "tensor", None, fsdp)),
+                      "norm_1": (lead + (E,), spec(*n, "tensor"))}
+
+    shapes = attention_shapes((cycles,)) | {
         "embedding": ((V, E), spec("tensor", fsdp)), "final_norm": ((E,), spec("tensor")),
     } | mlp_shapes("", (cycles,))
     if interval > 1:
@@ -331,6 +346,11 @@ def build_step(config: dict, devices, slices: int = 1):
         shapes |= gdn_shapes(E, gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
                              gdn["value_head_dim"], gdn["conv_kernel_dim"], fsdp, spec, lead)
         shapes |= mlp_shapes("gdn_", lead)
+    if dense_first:  # scanned apart, before the layers with experts
+        lead = (dense_first,)
+        shapes |= {"dense_" + k: v for k, v in (
+            attention_shapes(lead) | dense_shapes("", lead, F)
+            | {"norm_2": (lead + (E,), spec(None, "tensor"))}).items()}
     if config["logits_via_embedding"] != "true":
         shapes["logits"] = ((E, V), spec(fsdp, "tensor"))
     weight_dtype = jnp.dtype(config["weight_dtype"])
@@ -390,9 +410,9 @@ def build_step(config: dict, devices, slices: int = 1):
                               float(config["capacity_factor"]), bf16, spec, batch_axes,
                               axes["expert"] > 1)
 
-    def mlp(x, p, prefix=""):
+    def mlp(x, p, prefix="", routed=True):
         h = norm(x, p[prefix + "norm_2"])
-        if experts > 1:
+        if experts > 1 and routed:
             params = {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
             m = experts_mlp(h, params if prefix else p)
             if shared_width:
@@ -413,9 +433,16 @@ def build_step(config: dict, devices, slices: int = 1):
                                        "mlpwi_0"))
         return checkpoint_name(project("bsf,fe->bse", a, p, prefix + "wo_mlp", 6), "mlpwo")
 
-    def attention_layer(x, p):
+    def attention_layer(x, p, routed=True):
         x = checkpoint_name(x, "decoder_layer_input")
         h = norm(x, p["norm_1"])
+        if mla:
+            q, k, v = mla_qkv(h, p, mla, norm, bf16)
+            q, k, v = (checkpoint_name(t, n) for t, n in zip(
+                (q, k, v), ("query_proj", "key_proj", "value_proj")))
+            o = sharded_attention(q / math.sqrt(q.shape[-1]), k, v)
+            o = checkpoint_name(project("bhsd,hde->bse", o, p, "wo", 3), "out_proj")
+            return mlp(jax.lax.with_sharding_constraint(x + o, activations), p, routed=routed)
         if fused_qkv:
             q, k, v = split_qkv(checkpoint_name(
                 project("bse,ehd->bhsd", h, p, "wqkv", 0), "qkv_proj"))
@@ -449,7 +476,11 @@ def build_step(config: dict, devices, slices: int = 1):
             offload_src="device", offload_dst="pinned_host")
     else:
         policy = jax.checkpoint_policies.save_only_these_names(*names) if names else None
-    layer_keys = [k for k in params if k not in ("embedding", "final_norm", "logits")]
+    layer_keys = [k for k in params if k not in ("embedding", "final_norm", "logits")
+                  and not k.startswith("dense_")]
+
+    def dense_layer(x, p):
+        return remat(functools.partial(attention_layer, routed=False))(x, p), None
     remat = functools.partial(jax.checkpoint, policy=policy, prevent_cse=False)
 
     def cycle(x, p):
@@ -468,6 +499,9 @@ def build_step(config: dict, devices, slices: int = 1):
         layers = {k: p[k] for k in layer_keys}
         if int8:  # each scanned layer draws its own stochastic rounding
             layers["aqt_key"] = jax.random.split(key, cycles)
+        if dense_first:
+            x, _ = jax.lax.scan(dense_layer, x, {k[len("dense_"):]: v for k, v in p.items()
+                                                 if k.startswith("dense_")})
         x, _ = jax.lax.scan(cycle, x, layers)
         x = norm(x, p["final_norm"])
         out = bf16(p["embedding"].T if "logits" not in p else p["logits"])
@@ -504,9 +538,11 @@ def build_step(config: dict, devices, slices: int = 1):
 
 STEP_FORMAT = "tpusim-compiled-step"
 # libtpu's out-of-memory verdict, e.g. "the total memory required for HLO temporaries (48.96G)
-# exceeds available HBM (31.25G)".
+# exceeds available HBM (31.25G)", or for the pinned host memory that remat offloads into,
+# "Allocation (size=186831077376) would exceed memory (size=137438953472) :: ... operand.host".
 _OOM = re.compile(r"Ran out of memory in memory space hbm[^\n]*|RESOURCE_EXHAUSTED: Ran out of "
-                  r"memory on HBM[^\n]*", re.IGNORECASE)
+                  r"memory on HBM[^\n]*|RESOURCE_EXHAUSTED: Allocation \(size=\d+\) would exceed "
+                  r"memory \(size=\d+\)[^\n]*\.host[^\n]*", re.IGNORECASE)
 
 
 def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dict:

@@ -60,6 +60,17 @@ import json, sys
 routed, shared = (json.load(open(p))["memory"]["argument_bytes"] for p in sys.argv[1:])
 assert shared - routed == 4 * 3 * 1024 * 2048 * 4 * 3 // 4, (routed, shared)
 PY
+# Multi-head latent attention (mla_step.py) and a dense first layer before the experts' (the
+# megablox step above with attention_type=mla first_num_dense_layers=1): the low-rank key-value
+# projection and its up-projection are in the step, splash attention takes queries and keys of
+# nope + rope = 192 per head, and the experts' layer loop runs the 3 layers after the dense one.
+# shellcheck disable=SC2086
+$py -m tpusim_jax compile-step $args attention_type=mla first_num_dense_layers=1 \
+  -o "$dir/mla.json" --hlo "$dir/mla.hlo.gz" >"$dir/log" 2>"$dir/err"
+zgrep -q 'bse,er->bsr/dot_general' "$dir/mla.hlo.gz"
+zgrep -q 'bsr,rhd->bhsd/dot_general' "$dir/mla.hlo.gz"
+zgrep 'splash_mha_fwd' "$dir/mla.hlo.gz" | grep -q 'bf16\[2,8,1024,192\]'
+"$tpusim" run --hlo "$dir/mla.hlo.gz" --chip v5e | grep -q '^while .*: 3 trips.*(jit(step)/jvp()/while)$'
 # The hybrid step on PR #4348's Pallas path (gdn_build=ladder, gdn_kernel_rule.py): its GDN
 # kernels are exported beside the HLO and resolve the compiled program's custom calls, run by the
 # forward and the recompute (the scan's and the ladder's) and by the backward (the scan's).
