@@ -88,8 +88,6 @@ DEFAULTS = {
 PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj": "remat",
               "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
               "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
-# MaxText keys of what the compiled step does not model, refused with the reason.
-NOT_COMPILED = {}
 
 _SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
 _MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]
@@ -135,8 +133,6 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
         key, eq, value = arg.partition("=")
         if not eq or not key:
             raise ExportError(f"{arg!r}: expected key=value, as MaxText's command line takes")
-        if key in NOT_COMPILED:
-            raise ExportError(f"{key}: the compiled step has no {NOT_COMPILED[key]}")
         if key not in config:
             raise ExportError(f"{key}: not a key the compiled step models (known: "
                               f"{', '.join(sorted(config))})")
@@ -328,15 +324,15 @@ def build_step(config: dict, devices, slices: int = 1):
 
     def attention_shapes(lead):
         n = none * len(lead)
+        norm_1 = {"norm_1": (lead + (E,), spec(*n, "tensor"))}
         if mla:
-            return mla_shapes(E, H, mla, fsdp, spec, lead) | {"norm_1": (lead + (E,), spec(*n, "tensor"))}
+            return mla_shapes(E, H, mla, fsdp, spec, lead) | norm_1
         qkv = {"wqkv": (lead + (E, H + 2 * KV, D), spec(*n, fsdp, "tensor", None))} \
             if fused_qkv else {
             "wq": (lead + (E, H, q_width), spec(*n, fsdp, "tensor", None)),
             "wk": (lead + (E, KV, D), spec(*n, fsdp, "tensor", None)),
             "wv": (lead + (E, KV, D), spec(*n, fsdp, "tensor", None))}
-        return qkv | {"wo": (lead + (H, D, E), spec(*n, "tensor", None, fsdp)),
-                      "norm_1": (lead + (E,), spec(*n, "tensor"))}
+        return qkv | {"wo": (lead + (H, D, E), spec(*n, "tensor", None, fsdp))} | norm_1
 
     shapes = attention_shapes((cycles,)) | {
         "embedding": ((V, E), spec("tensor", fsdp)), "final_norm": ((E,), spec("tensor")),
@@ -437,13 +433,9 @@ def build_step(config: dict, devices, slices: int = 1):
         x = checkpoint_name(x, "decoder_layer_input")
         h = norm(x, p["norm_1"])
         if mla:
-            q, k, v = mla_qkv(h, p, mla, norm, bf16)
             q, k, v = (checkpoint_name(t, n) for t, n in zip(
-                (q, k, v), ("query_proj", "key_proj", "value_proj")))
-            o = sharded_attention(q / math.sqrt(q.shape[-1]), k, v)
-            o = checkpoint_name(project("bhsd,hde->bse", o, p, "wo", 3), "out_proj")
-            return mlp(jax.lax.with_sharding_constraint(x + o, activations), p, routed=routed)
-        if fused_qkv:
+                mla_qkv(h, p, mla, norm, bf16), ("query_proj", "key_proj", "value_proj")))
+        elif fused_qkv:
             q, k, v = split_qkv(checkpoint_name(
                 project("bse,ehd->bhsd", h, p, "wqkv", 0), "qkv_proj"))
         else:
@@ -453,11 +445,11 @@ def build_step(config: dict, devices, slices: int = 1):
             q = checkpoint_name(q, "query_proj")
             k = checkpoint_name(project("bse,ehd->bhsd", h, p, "wk", 1), "key_proj")
             v = checkpoint_name(project("bse,ehd->bhsd", h, p, "wv", 2), "value_proj")
-        o = sharded_attention(q / math.sqrt(D), k, v)
+        o = sharded_attention(q / math.sqrt(q.shape[-1]), k, v)
         if hybrid:  # the attention output gated (attentions.py L1363)
             o = o * jax.nn.sigmoid(gate)
         o = checkpoint_name(project("bhsd,hde->bse", o, p, "wo", 3), "out_proj")
-        return mlp(jax.lax.with_sharding_constraint(x + o, activations), p)
+        return mlp(jax.lax.with_sharding_constraint(x + o, activations), p, routed=routed)
 
     if interval > 1:
         mixer = gdn_mixer(gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
