@@ -76,6 +76,13 @@ std::string compiled_verdict(const CompiledStep& c) {
   if (std::regex_search(c.message, m, host))
     return fmt::format("does not fit in host memory ({} offloaded, {} available)",
                        format_bytes(std::stoll(m[1].str())), format_bytes(std::stoll(m[2].str())));
+  // Everything offloaded at once over it: "Ran out of memory in memory space host. Used 140.00G
+  // of 128.00G host."
+  static const std::regex host_total(
+      R"(memory space host\. Used ([0-9.]+[KMGT]?) of ([0-9.]+[KMGT]?) host)");
+  if (std::regex_search(c.message, m, host_total))
+    return fmt::format("does not fit in host memory ({} offloaded, {} available)", m[1].str(),
+                       m[2].str());
   return fmt::format("does not fit ({})", c.message);
 }
 
@@ -107,7 +114,8 @@ void apply_compiled(const CompiledStep& c, bool use_for_memory, StepPrediction& 
   if (!use_for_memory) return;
   p.memory_source = "compiler";
   p.model_peak_hbm_bytes = p.peak_hbm_bytes;
-  p.fits_hbm = p.compiled_fits;
+  p.fits_hbm = p.compiled_fits;  // the compiler's verdict covers its pinned host memory too
+  p.fits_host = true;
   if (c.fits) p.peak_hbm_bytes = c.peak_hbm_bytes;
 }
 

@@ -66,6 +66,13 @@ std::string peak_hbm_text(const StepPrediction& p) {
                   p.fits_hbm ? "fits"
                              : fmt::format("does NOT fit: over by {}",
                                            format_bytes(p.peak_hbm_bytes - p.hbm_capacity_bytes)));
+  if (p.host_offload_bytes > 0)
+    out += fmt::format(
+        "pinned host memory (remat offload) {} of {} ({})\n", format_bytes(p.host_offload_bytes),
+        format_bytes(p.host_capacity_bytes),
+        p.fits_host ? "fits"
+                    : fmt::format("does NOT fit: over by {}",
+                                  format_bytes(p.host_offload_bytes - p.host_capacity_bytes)));
   if (p.memory_source == "compiler")
     out += fmt::format("  (the TPU compiler's peak, memory: compiler; tpusim's model: {})\n",
                        format_bytes(p.model_peak_hbm_bytes));
@@ -110,7 +117,8 @@ std::string step_summary_text(const Scenario& s, const StepPrediction& p) {
         "step time {:.4f} s   tokens/s/chip {:.1f}   TFLOP/s/chip {:.1f}   MFU {:.1f}%\n",
         p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip, 100 * p.mfu);
   else
-    out += "step not timed: it does not fit HBM (--simulate-anyway times it)\n";
+    out += fmt::format("step not timed: it does not fit {} (--simulate-anyway times it)\n",
+                       p.fits_hbm ? "its pinned host memory" : "HBM");
   out += peak_hbm_text(p);
   if (p.compiled_program_s >= 0)
     out += fmt::format(
@@ -181,6 +189,9 @@ nlohmann::json step_json(const Scenario& s, const StepPrediction& p) {
   j["peak_hbm_bytes"] = p.peak_hbm_bytes;
   j["hbm_capacity_bytes"] = p.hbm_capacity_bytes;
   j["fits_hbm"] = p.fits_hbm;
+  j["host_offload_bytes"] = p.host_offload_bytes;
+  j["host_capacity_bytes"] = p.host_capacity_bytes;
+  j["fits_host"] = p.fits_host;
   j["backward_gathers_prefetched"] = p.backward_gathers_prefetched;
   j["memory_source"] = p.memory_source;
   if (!p.compiled_verdict.empty()) {
@@ -279,6 +290,9 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+// A fit verdict: HBM first, then the pinned host memory remat offloads into.
+std::string fits_cell(bool hbm, bool host) { return !hbm ? "no" : host ? "yes" : "no (host)"; }
+
 }  // namespace
 
 namespace {
@@ -307,9 +321,10 @@ std::string compiled_memory_markdown(const std::vector<std::pair<Scenario, StepP
     };
     const int64_t live = p.compiled_peak_live_bytes;
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(s.name),
-                       format_bytes(model), model_fits ? "yes" : "no", cell(p.compiled_verdict),
-                       p.compiled_fits ? "yes" : "no", diff(p.compiled_peak_hbm_bytes),
-                       live > 0 ? format_bytes(live) : "-", diff(live), s.compiled->topology);
+                       format_bytes(model), fits_cell(model_fits, p.fits_host),
+                       cell(p.compiled_verdict), p.compiled_fits ? "yes" : "no",
+                       diff(p.compiled_peak_hbm_bytes), live > 0 ? format_bytes(live) : "-",
+                       diff(live), s.compiled->topology);
   }
   return out;
 }
@@ -370,11 +385,11 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows,
         "| scenario | step time | tokens/s/chip | TFLOP/s/chip | MFU | peak HBM | fits | "
         "compiler's peak |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& [s, p] : blind)
-      out +=
-          fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} | {} |\n",
-                      cell(s.name), p.step_time_s, p.tokens_per_s_per_chip, p.tflops_per_s_per_chip,
-                      100 * p.mfu, format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "yes" : "no",
-                      p.compiled_verdict.empty() ? "-" : cell(p.compiled_verdict));
+      out += fmt::format("| {} | {:.4f} s | {:.1f} | {:.1f} | {:.1f}% | {} | {} | {} |\n",
+                         cell(s.name), p.step_time_s, p.tokens_per_s_per_chip,
+                         p.tflops_per_s_per_chip, 100 * p.mfu, format_bytes(p.peak_hbm_bytes),
+                         fits_cell(p.fits_hbm, p.fits_host),
+                         p.compiled_verdict.empty() ? "-" : cell(p.compiled_verdict));
   }
   return out + compiled_program_markdown(compiled) + compiled_memory_markdown(compiled);
 }

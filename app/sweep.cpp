@@ -65,7 +65,8 @@ const std::vector<SweepMetric> kStepMetrics = {{"step_time_s", Kind::number, tru
                                                {"tflops_per_chip"},
                                                {"mfu"},
                                                {"peak_hbm_bytes", Kind::integer, true},
-                                               {"fits_hbm", Kind::boolean}};
+                                               {"fits_hbm", Kind::boolean},
+                                               {"fits_host", Kind::boolean}};
 const std::vector<SweepMetric> kKernelMetrics = {{"time_s", Kind::number, true},
                                                  {"tflops_per_s"},
                                                  {"hbm_bytes", Kind::integer, true},
@@ -84,7 +85,8 @@ std::vector<double> point_metrics(const Sweep& s, const SweepPoint& p) {
           pred.tflops_per_s_per_chip,
           pred.mfu,
           static_cast<double>(pred.peak_hbm_bytes),
-          pred.fits_hbm ? 1.0 : 0.0};
+          pred.fits_hbm ? 1.0 : 0.0,
+          pred.fits_host ? 1.0 : 0.0};
 }
 
 PointResult run_point(const Sweep& s, const SweepPoint& p) {

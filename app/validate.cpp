@@ -50,10 +50,11 @@ std::string Validation::summary() const {
   if (!blind.empty()) {
     out += fmt::format("blind predictions ({}; measured results withheld):\n", blind.size());
     for (const auto& [sc, p] : blind)
-      out += fmt::format("  {:<32} step {:.4g} s  {:.1f} tokens/s/chip  MFU {:.1f}%  HBM {}{}{}\n",
-                         sc.name, p.step_time_s, p.tokens_per_s_per_chip, 100 * p.mfu,
-                         format_bytes(p.peak_hbm_bytes), p.fits_hbm ? "" : " (does not fit)",
-                         p.compiled_verdict.empty() ? "" : "  compiler: " + p.compiled_verdict);
+      out += fmt::format(
+          "  {:<32} step {:.4g} s  {:.1f} tokens/s/chip  MFU {:.1f}%  HBM {}{}{}\n", sc.name,
+          p.step_time_s, p.tokens_per_s_per_chip, 100 * p.mfu, format_bytes(p.peak_hbm_bytes),
+          p.fits_hbm ? p.fits_host ? "" : " (host memory does not fit)" : " (does not fit)",
+          p.compiled_verdict.empty() ? "" : "  compiler: " + p.compiled_verdict);
   }
   return out;
 }
@@ -87,9 +88,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPart, name, count, compute_s, collective_
                                    forward_s, backward_s, recompute_s, time_s, unit_busy_s, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPrediction, step_time_s, tokens_per_s_per_chip,
                                    model_flops_per_chip, tflops_per_s_per_chip, mfu, parts, memory,
-                                   peak_hbm_bytes, hbm_capacity_bytes, fits_hbm,
-                                   compiled_peak_hbm_bytes, compiled_fits, compiled_verdict,
-                                   memory_source, model_peak_hbm_bytes, compiled_program_s,
+                                   peak_hbm_bytes, hbm_capacity_bytes, fits_hbm, host_offload_bytes,
+                                   host_capacity_bytes, fits_host, compiled_peak_hbm_bytes,
+                                   compiled_fits, compiled_verdict, memory_source,
+                                   model_peak_hbm_bytes, compiled_program_s,
                                    compiled_peak_live_bytes)
 
 Validation validate(const std::vector<std::string>& paths, int jobs,

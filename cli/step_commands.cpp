@@ -111,11 +111,12 @@ void stage_step_program(const Scenario& sc, const StepPrediction& p, const Outpu
                       files);
 }
 
-// A step that does not fit HBM is not timed unless `simulate_anyway`: its memory is the answer.
+// A step that does not fit HBM or its pinned host memory is not timed unless `simulate_anyway`: its
+// memory is the answer.
 void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) {
   StepPrediction p = predict_memory(sc.step);
   add_compiled(sc, p);
-  if (p.fits_hbm || simulate_anyway) {
+  if (p.fits() || simulate_anyway) {
     p = predict_step(sc.step);
     add_compiled(sc, p);
     add_compiled_program(sc, p);

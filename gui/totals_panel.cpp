@@ -212,6 +212,14 @@ void step_totals(const Outcome& o) {
       static_cast<float>(s.peak_hbm_bytes) / s.hbm_capacity_bytes, ImVec2(300 * em(), 0),
       ("HBM " + format_bytes(s.peak_hbm_bytes) + " / " + format_bytes(s.hbm_capacity_bytes))
           .c_str());
+  if (s.host_offload_bytes > 0) {
+    ImGui::SameLine();
+    ImGui::ProgressBar(static_cast<float>(s.host_offload_bytes) / s.host_capacity_bytes,
+                       ImVec2(300 * em(), 0),
+                       ("pinned host " + format_bytes(s.host_offload_bytes) + " / " +
+                        format_bytes(s.host_capacity_bytes))
+                           .c_str());
+  }
   if (!s.compiled_verdict.empty()) {
     ImGui::SameLine();
     const std::string text =

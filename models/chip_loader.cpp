@@ -139,6 +139,7 @@ const std::map<std::string, Setter>& fields() {
       {"dcn_bytes_per_s_per_chip", field(&ChipSpec::dcn_bytes_per_s_per_chip, "a number")},
       {"dcn_slice_latency_s", field(&ChipSpec::dcn_slice_latency_s, "a number", kSeconds)},
       {"host_link_bytes_per_s", field(&ChipSpec::host_link_bytes_per_s, "a number")},
+      {"pinned_host_bytes", field(&ChipSpec::pinned_host_bytes, "an integer", kBytes)},
       {"chips_per_host", field(&ChipSpec::chips_per_host, "an integer", kUnits)},
       {"max_slice_chips",
        field(&ChipSpec::max_slice_chips, "an integer", {0, false, kMaxSliceChips})},

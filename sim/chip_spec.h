@@ -89,6 +89,8 @@ struct ChipSpec {
   double dcn_slice_latency_s = 0;
   // To and from pinned host memory (remat offload), one direction.
   double host_link_bytes_per_s = 0;
+  // The pinned host memory one chip's program may hold (what remat offloads, all of it at once).
+  int64_t pinned_host_bytes = 0;
   // Slices: hosts hold chips_per_host chips; a slice spans whole hosts (or part of one) and at
   // most max_slice_chips (a pod on v5e/v6e).
   int64_t chips_per_host = 1;

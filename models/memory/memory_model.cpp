@@ -63,8 +63,15 @@ int64_t activation_bytes(const StepConfig& c, const LocalSizes& l, Activation a)
     case A::value_proj:
       return M * l.kv_heads * Dv * kBf16;
     case A::out_proj:
-    case A::mlpwo:
       return M * Et * kBf16;
+    case A::mlpwo:
+      // A dense MLP's down projection only makes the layer's output through the residual add,
+      // and the backward reads neither, so saving it stores nothing: the small compiled step
+      // offloads 0 bytes with mlpwo=offload and 8 MiB (4 layers x [1024, 1024] bf16) with
+      // out_proj=offload, and B5 #32's compile offloads only its context (docs/step_model.md,
+      // "Pinned host memory"). An MoE layer's expert outputs are kept as counted: the routing
+      // weights' gradient reads them (no compiled evidence yet).
+      return m.is_moe() ? M * Et * kBf16 : 0;
     case A::mlpwi_0:
       return M * l.mlp * kBf16;
     case A::mlpwi_1:

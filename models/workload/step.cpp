@@ -215,9 +215,11 @@ StepPrediction predict_memory(const StepConfig& c) {
   out.memory = std::move(memory.items);
   out.backward_gathers_prefetched = memory.backward_gathers_prefetched;
   for (const MemoryItem& it : out.memory)
-    if (it.on_device) out.peak_hbm_bytes += it.bytes;
+    (it.on_device ? out.peak_hbm_bytes : out.host_offload_bytes) += it.bytes;
   out.hbm_capacity_bytes = c.chip.hbm_bytes;
   out.fits_hbm = out.peak_hbm_bytes <= out.hbm_capacity_bytes;
+  out.host_capacity_bytes = c.chip.pinned_host_bytes;
+  out.fits_host = out.host_offload_bytes <= out.host_capacity_bytes;
   return out;
 }
 

@@ -70,6 +70,11 @@ struct StepPrediction {
   int64_t peak_hbm_bytes = 0;
   int64_t hbm_capacity_bytes = 0;
   bool fits_hbm = true;
+  // What the remat policy offloads to pinned host memory, all of it held at once through the
+  // step, against what a chip's program may pin (ChipSpec::pinned_host_bytes).
+  int64_t host_offload_bytes = 0;
+  int64_t host_capacity_bytes = 0;
+  bool fits_host = true;
   // false: the backward's FSDP gathers are synchronous because prefetching them would not fit
   // HBM (memory_model.h).
   bool backward_gathers_prefetched = true;
@@ -95,6 +100,9 @@ struct StepPrediction {
   double compiled_program_s = -1;
   // false: only the memory and the FLOP count (predict_memory); no time, no parts.
   bool timed = true;
+
+  // The step can run: its HBM and its pinned host memory both fit.
+  bool fits() const { return fits_hbm && fits_host; }
 };
 
 // Checks the configuration (mesh product, divisibility), then builds every part's program and

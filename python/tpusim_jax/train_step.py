@@ -531,10 +531,11 @@ def build_step(config: dict, devices, slices: int = 1):
 STEP_FORMAT = "tpusim-compiled-step"
 # libtpu's out-of-memory verdict, e.g. "the total memory required for HLO temporaries (48.96G)
 # exceeds available HBM (31.25G)", or for the pinned host memory that remat offloads into,
-# "Allocation (size=186831077376) would exceed memory (size=137438953472) :: ... operand.host".
-_OOM = re.compile(r"Ran out of memory in memory space hbm[^\n]*|RESOURCE_EXHAUSTED: Ran out of "
-                  r"memory on HBM[^\n]*|RESOURCE_EXHAUSTED: Allocation \(size=\d+\) would exceed "
-                  r"memory \(size=\d+\)[^\n]*\.host[^\n]*", re.IGNORECASE)
+# "Allocation (size=186831077376) would exceed memory (size=137438953472) :: ... operand.host" (one
+# buffer over it) and "Ran out of memory in memory space host. Used 140.00G of 128.00G host" (all).
+_OOM = re.compile(r"Ran out of memory in memory space (?:hbm|host)[^\n]*|RESOURCE_EXHAUSTED: Ran "
+                  r"out of memory on HBM[^\n]*|RESOURCE_EXHAUSTED: Allocation \(size=\d+\) would "
+                  r"exceed memory \(size=\d+\)[^\n]*\.host[^\n]*", re.IGNORECASE)
 
 
 def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dict:

@@ -119,7 +119,7 @@ Digest content_hash(const Kernel& k) {
   return h.digest();
 }
 
-static_assert(field_count<ChipSpec>() == 43, "ChipSpec changed: hash the new field");
+static_assert(field_count<ChipSpec>() == 44, "ChipSpec changed: hash the new field");
 Digest content_hash(const ChipSpec& c) {
   Hasher h;
   h(c.name), h(c.clock_hz), h(c.tensorcores), h(c.megacore_split), h(c.mxus_per_core);
@@ -134,7 +134,7 @@ Digest content_hash(const ChipSpec& c) {
   h(c.ici_link_bytes_per_s), h(c.ici_hop_latency_s), h(c.ici_efficiency),
       h(c.routed_weight_gathers), h(c.async_collective_setup_cycles_per_device);
   h(c.dcn_bytes_per_s_per_chip), h(c.dcn_slice_latency_s), h(c.host_link_bytes_per_s),
-      h(c.chips_per_host), h(c.max_slice_chips);
+      h(c.pinned_host_bytes), h(c.chips_per_host), h(c.max_slice_chips);
   // provenance and value_text: the chip file's documentation, which no simulation reads.
   return h.digest();
 }

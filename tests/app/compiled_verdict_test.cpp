@@ -21,6 +21,13 @@ TEST(CompiledVerdict, SaysWhatDoesNotFitAndByHowMuch) {
       "index: 0, kind: output, shape index: {}] /* operand 0 */ :: custom-call.246";
   EXPECT_EQ(compiled_verdict(c),
             "does not fit in host memory (174.00 GiB offloaded, 128.00 GiB available)");
+  // Two offloaded stacks of 70 GiB, each under the limit, together over it
+  // (tests/jax/host_memory.sh).
+  c.message =
+      "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+      "host. Used 140.00G of 128.00G host. Exceeded host capacity by 12.00G.";
+  EXPECT_EQ(compiled_verdict(c),
+            "does not fit in host memory (140.00G offloaded, 128.00G available)");
   c.message = "something else";
   EXPECT_EQ(compiled_verdict(c), "does not fit (something else)");
 }

@@ -97,7 +97,7 @@ TEST(Sweep, ShardsPartitionThePointsAndWorkersAgreeWithOneProcess) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "index,seq,batch_per_chip,mesh.tensor,step_time_s,tokens_per_s_per_chip,tflops_per_"
             "chip,mfu,peak_hbm_bytes,"
-            "fits_hbm,error");
+            "fits_hbm,fits_host,error");
 }
 
 // Axis values that are mappings hold commas: the CSV quotes them (RFC 4180), so a standard reader

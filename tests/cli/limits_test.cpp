@@ -1,5 +1,6 @@
 // End-to-end tests of what bounds a run: the work limits (--max-grid-steps, --max-events), a step
-// over HBM reported without timing unless --simulate-anyway, one that fits only by gathering
+// over HBM (or its pinned host memory) reported without timing unless --simulate-anyway, one that
+// fits only by gathering
 // synchronously, and outputs to a read-only
 // filesystem (a clean error and no file committed, not an abort).
 #include <fmt/format.h>
@@ -49,6 +50,27 @@ TEST_F(Cli, AStepOverHbmIsReportedUntimedUnlessSimulatedAnyway) {
   // Timing changes nothing of the memory and FLOP count.
   for (const char* key : {"peak_hbm_bytes", "hbm_capacity_bytes", "model_flops_per_chip", "memory"})
     EXPECT_EQ(timed[key], untimed[key]) << key;
+}
+
+// B5 #33 (DeepSeek-V3 671B, v5p-1024) offloads five tensors a layer: 446 GiB a chip, over the
+// 128 GiB of pinned host memory a chip may hold (the compiler refuses it for the same reason). It
+// fits HBM, and is reported untimed all the same.
+TEST_F(Cli, AStepOverItsPinnedHostMemoryIsReportedUntimed) {
+  const std::string scenario =
+      std::string(TPUSIM_SOURCE_DIR) + "/scenarios/blind/b5_33_v5p-1024_deepseek3-671b.yaml";
+  const CmdResult r = run(fmt::format("run {} --json {}", scenario, path("host.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("step not timed: it does not fit its pinned host memory"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("pinned host memory (remat offload) 446.06 GiB of 128.00 GiB (does NOT "
+                       "fit: over by 318.06 GiB)"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(path("host.json")));
+  EXPECT_EQ(j["timed"], false);
+  EXPECT_EQ(j["fits_hbm"], true);
+  EXPECT_EQ(j["fits_host"], false);
+  EXPECT_EQ(j["host_capacity_bytes"], int64_t{128} << 30);
 }
 
 // C5 #14 (GPT-3 175B, v6e-256) fits only without prefetching the next layer's weights in the
