@@ -3,7 +3,7 @@
 # scenario's MaxText command line (`tpusim export maxtext`) compiled for its topology by
 # `python -m tpusim_jax compile-step` into scenarios/compiled/<scenario file stem>.json (memory
 # analysis, or the out-of-memory message). Scenarios the compiled step does not model (the GDN build
-# doubling, megablox with expert or tensor parallelism, int8 with experts, context parallelism)
+# doubling, megablox with expert parallelism, int8 with experts, context parallelism)
 # are listed with the reason.
 # Each compiled scenario gets `compiled: FILE` if it has none; `tpusim validate` prints the
 # compiled peak beside tpusim's memory model. Needs scripts/setup.sh's

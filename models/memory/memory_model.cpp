@@ -171,9 +171,13 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // assignments, docs/compiler_import.md "Whole dense steps"): the logits dot's bf16 output and
   // its f32 copy for the loss (their gradient is fused into the backward's dots, never stored),
   // beside the output projection's gathered bf16 weight. Its bf16 gradient sits beside them in C1
-  // but not in B5 #9, whose f32 logits share their buffer with it: not counted.
+  // but not in B5 #9, whose f32 logits share their buffer with it: not counted. With the
+  // vocabulary over the tensor axis the logits' gradient is stored (bf16) beside them: B5 #35's
+  // step compiled at batch 3 (Llama 4 Maverick, tensor 4) peaks at its cast, holding
+  // f32[12,8192,50512] and two bf16 arrays of that shape (docs/compiler_import.md).
   const int64_t vocab = m.vocab / c.mesh.tensor;
-  const int64_t logits = M / c.vocab_tiles * vocab * (kBf16 + kF32) + m.d_model * vocab * kBf16;
+  const int64_t logit_arrays = kBf16 + kF32 + (c.mesh.tensor > 1 ? kBf16 : 0);
+  const int64_t logits = M / c.vocab_tiles * vocab * logit_arrays + m.d_model * vocab * kBf16;
   // The gradient accumulators (sharded, in the weight dtype) are live through the backward layer
   // loop only: B5 #9's compiled step could not hold them beside its logits and stay within its
   // heap (docs/compiler_import.md, "What is live at the peak").
@@ -201,12 +205,15 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
              : fmt::format("peak: a layer's backward (activations) + the gradients + {}", gathered),
          layer_ws});
   } else {
+    const std::string arrays =
+        c.mesh.tensor > 1 ? "bf16 and f32, and their bf16 gradient" : "bf16 and f32";
     items.push_back({c.vocab_tiles > 1
-                         ? fmt::format("peak: logits (bf16 and f32), 1/{} of the tokens, + the "
-                                       "output projection's gathered weight",
-                                       c.vocab_tiles)
-                         : "peak: logits (bf16 and f32) + the output projection's gathered "
-                           "weight",
+                         ? fmt::format("peak: logits ({}), 1/{} of the tokens, + the output "
+                                       "projection's gathered weight",
+                                       arrays, c.vocab_tiles)
+                         : fmt::format("peak: logits ({}) + the output projection's gathered "
+                                       "weight",
+                                       arrays),
                      logits});
   }
   return out;

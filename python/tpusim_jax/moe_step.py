@@ -4,7 +4,8 @@ expert capacity ceil(seq x top_k / experts) x capacity_factor per batch row, tok
 dropped, the dispatch and combine masks [B, S, E, C]), then the einsums "BSM,BSEC -> EBCM",
 "EBCM,EMH -> EBCH" (gate and up, SiLU), "EBCH,EHM -> EBCM" and "EBCM,BSEC -> BSM" (L4073-4076),
 for the compiled training step (train_step.py); and the dropless megablox path (sparse_matmul:
-true, megablox: true, base.yml L249-250, without expert parallelism), `sparse_moe_mlp` below.
+true, megablox: true, base.yml L249-250, with tensor but without expert parallelism),
+`sparse_moe_mlp` below.
 Shared experts are a dense MLP beside either, added by train_step.py.
 
 Sharding follows flax's resolution of base.yml's logical rules (L636-750: rules in order, a rule
@@ -122,7 +123,14 @@ def sparse_moe_mlp(mesh, experts: int, top_k: int, bf16, batch_axes):
     order, L1735-1739) and the routing-weighted sum in float32 ("BKE,BK -> BE", L1754,
     float32_weight_sum base.yml L227). The grouped matmul is JAX's megablox `gmm` (a Pallas kernel
     with its gmm / tgmm VJP), the kernel MaxText's `megablox` fork descends from; its tiling is
-    MaxText's default for every pass."""
+    MaxText's default for every pass.
+
+    With tensor parallelism (get_routed_moe_shardings' default branch, L2434-2441) each shard
+    holds its tensor share of the experts' MLP columns ("mlp_no_fsdp" -> tensor, base.yml L745;
+    fsdp gathered): the up projections give [rows, H / tensor], the down projection partial sums
+    [rows, E], reduce-scattered over tensor on E (psum_scatter, L3218-3223) before "mlpwo" is
+    named, and the output leaves sharded on E ("activation_embed", L2474-2480). The tokens enter
+    whole on every tensor shard ("activation_norm_length" is not the tensor axis, L706)."""
     from jax.experimental.pallas.ops.tpu.megablox import gmm
 
     def local(h, logits, wi_0, wi_1, wo):
@@ -141,16 +149,20 @@ def sparse_moe_mlp(mesh, experts: int, top_k: int, bf16, batch_axes):
 
         a = checkpoint_name(grouped(rows, wi_0), "mlpwi_0")
         g = checkpoint_name(grouped(rows, wi_1), "mlpwi_1")
-        y = checkpoint_name(grouped(jax.nn.silu(a) * g, wo), "mlpwo")
-        y = _sort_rows(y, jnp.argsort(order)).reshape(b * s, top_k, e)
+        y = grouped(jax.nn.silu(a) * g, wo)
+        if tensor > 1:
+            y = jax.lax.psum_scatter(y, "tensor", scatter_dimension=1, tiled=True)
+        y = checkpoint_name(y, "mlpwo")
+        y = _sort_rows(y, jnp.argsort(order)).reshape(b * s, top_k, e // tensor)
         out = jnp.einsum("bke,bk->be", y.astype(jnp.float32),
                          weights.reshape(b * s, top_k).astype(jnp.float32))
-        return out.reshape(b, s, e).astype(h.dtype)
+        return out.reshape(b, s, e // tensor).astype(h.dtype)
 
+    tensor = mesh.shape["tensor"]
     tokens = P(batch_axes, None, None)
-    weight = P(None, None, None)
-    sharded = jax.shard_map(local, mesh=mesh, in_specs=(tokens, tokens, weight, weight, weight),
-                            out_specs=tokens, check_vma=False)
+    up, down = P(None, None, "tensor"), P(None, "tensor", None)
+    sharded = jax.shard_map(local, mesh=mesh, in_specs=(tokens, tokens, up, up, down),
+                            out_specs=P(batch_axes, None, "tensor"), check_vma=False)
 
     def mlp(h, p):
         logits = jnp.einsum("bse,ex->bsx", h, bf16(p["gate"]))

@@ -25,7 +25,7 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
 - quantization=int8: the projections through MaxText's AQT configuration (int8_step.py).
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
 pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the
-megablox path with expert or tensor parallelism (refused with the key that asks for them);
+megablox path with expert parallelism (refused with the key that asks for it);
 MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py), with
 shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid decoder
 (decoder_block=qwen3_next) runs its Gated Delta Net layers with MaxText's own XLA path
@@ -257,10 +257,10 @@ def build_step(config: dict, devices, slices: int = 1):
     act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
     axes = mesh_shape(config, len(devices) // slices)
     if (_int(config, "num_experts") > 1 and config["sparse_matmul"].lower() == "true"
-            and (axes["expert"] > 1 or axes["tensor"] > 1)):
+            and axes["expert"] > 1):
         raise ExportError("sparse_matmul=true: the compiled step's megablox path has no "
-                          "expert or tensor parallelism (sparse_matmul=false with a "
-                          "capacity_factor compiles them)")
+                          "expert parallelism (sparse_matmul=false with a capacity_factor "
+                          "compiles it)")
     # MaxText's hybrid mesh (create_device_mesh): the DCN axes outside the ICI ones, data first.
     devices = sorted(devices, key=lambda d: (getattr(d, "slice_index", 0), d.id))
     axes["data"] *= slices

@@ -2,7 +2,8 @@
 # `python -m tpusim_jax compile-step` on `tpusim export maxtext`'s command line re-derives the
 # committed compiled steps of tests/data/compiled/ (a dense step, one over HBM, a hybrid GDN step,
 # a mixture of experts dropping tokens, with and without expert parallelism, one on MaxText's
-# dropless megablox path (its grouped matmuls resolved by the import), a step over 2 slices
+# dropless megablox path (its grouped matmuls resolved by the import; with tensor parallelism, the
+# down projection reduce-scattered over it), a step over 2 slices
 # joined over DCN, a tensor-parallel step with MaxText's v5e flags, a step with MaxText's AQT int8
 # projections: the same bytes of XLA's memory
 # analysis, the same out-of-memory verdict), and
@@ -88,6 +89,20 @@ for k in gdn_scan_fwd gdn_scan_bwd gdn_invert_unit_lower; do grep -q " $k \[pall
 # The megablox step's grouped matmuls (gmm and tgmm custom calls) are tpusim's grouped matmuls.
 "$tpusim" run --hlo "$dir/small_moe_sparse.hlo.gz" --chip v5e --profile - >"$dir/run4"
 [ "$(grep -c '^kernel megablox' "$dir/run4")" -eq 12 ]
+# With tensor parallelism 2 (fsdp 2): each shard's grouped matmuls take twice the rows (8192 =
+# 4 sequences x 1024 x top-2) and half the experts' MLP columns (1024 of 2048), and the down
+# projection's partial sums are reduce-scattered over the tensor axis on the model width (1024 ->
+# 512), in the forward and in its recompute (moe.py L3218-3223).
+args=$("$tpusim" export maxtext "$data/small_moe_sparse.yaml")
+tp_args=${args/ici_fsdp_parallelism=4 ici_tensor_parallelism=1/ici_fsdp_parallelism=2 ici_tensor_parallelism=2}
+[ "$tp_args" != "$args" ]
+# shellcheck disable=SC2086
+$py -m tpusim_jax compile-step $tp_args -o "$dir/moe_tp.json" --hlo "$dir/moe_tp.hlo.gz" \
+  >"$dir/log" 2>"$dir/err"
+zcat "$dir/moe_tp.hlo.gz" >"$dir/moe_tp.hlo"
+[ "$(grep -c '= bf16\[8192,512\][^ ]* reduce-scatter(' "$dir/moe_tp.hlo")" -eq 2 ]
+"$tpusim" run --hlo "$dir/moe_tp.hlo.gz" --chip v5e --profile - >"$dir/run7"
+[ "$(grep -c '^kernel megablox 8192x1024x1024 ' "$dir/run7")" -eq 12 ]
 # The int8 step's projections are int8 dots whose gradients round stochastically (rng-bit-generator).
 "$tpusim" run --hlo "$dir/small_int8.hlo.gz" --chip v5e >"$dir/run3"
 grep -q "^chip v5e  time" "$dir/run3" && zgrep -q "rng-bit-generator" "$dir/small_int8.hlo.gz"
@@ -123,7 +138,7 @@ PY
 
 args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
-msg="sparse_matmul=true: the compiled step's megablox path has no expert or tensor parallelism" \
+msg="sparse_matmul=true: the compiled step's megablox path has no expert parallelism" \
   expect_refusal $args num_experts=8 base_moe_mlp_dim=1024 ici_fsdp_parallelism=2 ici_expert_parallelism=2
 # shellcheck disable=SC2086
 msg="quantization=fp8: the compiled step has int8 (AQT) only" expect_refusal $args quantization=fp8

@@ -429,7 +429,14 @@ TEST(Memory, SmallModelByHand) {
   // stream is sharded over the pair, so a chip's saved layer inputs are [4096, 512].
   c.remat.set(Activation::decoder_layer_input, "device");
   c.mesh = {1, 4, 2};
-  EXPECT_EQ(predict_step(c).memory[3].bytes, 4 * 4096 * 512 * 2);
+  const StepPrediction tp = predict_step(c);
+  EXPECT_EQ(tp.memory[3].bytes, 4 * 4096 * 512 * 2);
+  // Its logits hold half the vocabulary for 4096 tokens, as bf16, f32 and the bf16 gradient the
+  // tensor-parallel loss stores (B5 #35's compiled step), beside half the output projection.
+  EXPECT_EQ(tp.memory.back().what,
+            "peak: logits (bf16 and f32, and their bf16 gradient) + the output projection's "
+            "gathered weight");
+  EXPECT_EQ(tp.memory.back().bytes, 4096LL * 16384 * (2 + 4 + 2) + 1024LL * 16384 * 2);
 }
 
 // The remat policy's named tensors by hand: what each placement costs in HBM, and which recompute
