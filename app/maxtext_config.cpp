@@ -276,11 +276,17 @@ std::pair<std::string, int64_t> topology(const std::string& t) {
 
 // The scenario's workload keys from MaxText's: sequence, batch, remat, MoE path, int8, dtype.
 void emit_workload(YAML::Emitter& out, const std::function<std::string(const std::string&)>& take,
-                   Writer& w) {
+                   int64_t context, Writer& w) {
   if (const std::string s = take("max_target_length"); !s.empty())
     out << YAML::Key << "seq" << YAML::Value << whole("max_target_length", s);
+  // Under context parallelism MaxText's per-device batch is a fraction of a sequence (one
+  // sequence over the context axis: 1 / context); a scenario counts whole sequences.
   if (const std::string b = take("per_device_batch_size"); !b.empty())
-    out << YAML::Key << "batch_per_chip" << YAML::Value << whole("per_device_batch_size", b);
+    out << YAML::Key << "batch_per_chip" << YAML::Value
+        << (context > 1
+                ? whole(fmt::format("per_device_batch_size={} x ici_context_parallelism", b),
+                        fmt::format("{}", number(b).value_or(0) * context))
+                : whole("per_device_batch_size", b));
   if (const std::string p = take("remat_policy"); p == "custom") {
     // MaxText's per-tensor keys (decoder_layer_input=offload, query_proj=device, ...).
     out << YAML::Key << "remat" << YAML::Value << YAML::BeginMap << YAML::Key << "custom"
@@ -324,6 +330,27 @@ void emit_workload(YAML::Emitter& out, const std::function<std::string(const std
     else
       w.skip("weight_dtype", d, "f32 or bf16 only");
   }
+}
+
+// The scenario's mesh from MaxText's ici_*_parallelism (an axis at -1 is left out: tpusim's mesh
+// gives it what the others leave); returns the context axis's size.
+int64_t emit_mesh(YAML::Emitter& out, const std::function<std::string(const std::string&)>& take) {
+  std::vector<std::pair<std::string, std::string>> mesh;
+  int64_t context = 1;
+  for (const auto& [maxtext, ours] :
+       std::vector<std::pair<std::string, std::string>>{{"ici_fsdp_parallelism", "fsdp"},
+                                                        {"ici_tensor_parallelism", "tensor"},
+                                                        {"ici_context_parallelism", "context"},
+                                                        {"ici_expert_parallelism", "expert"}})
+    if (const std::string v = take(maxtext); !v.empty() && v != "-1") mesh.push_back({ours, v});
+  if (mesh.empty()) return context;
+  out << YAML::Key << "mesh" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& [k, v] : mesh) {
+    out << YAML::Key << k << YAML::Value << integer(k, v);
+    if (k == "context") context = integer(k, v);
+  }
+  out << YAML::EndMap;
+  return context;
 }
 
 }  // namespace
@@ -372,20 +399,9 @@ MaxTextImport import_maxtext(const std::string& model_file,
     out << YAML::Key << "slices" << YAML::Value << integer("compile_topology_num_slices", s);
   if (const std::string d = take("dcn_data_parallelism"); !d.empty() && d != "1" && d != "-1")
     w.skip("dcn_data_parallelism", d, "slices come from compile_topology_num_slices");
-  std::vector<std::pair<std::string, std::string>> mesh;
-  for (const auto& [maxtext, ours] :
-       std::vector<std::pair<std::string, std::string>>{{"ici_fsdp_parallelism", "fsdp"},
-                                                        {"ici_tensor_parallelism", "tensor"},
-                                                        {"ici_context_parallelism", "context"},
-                                                        {"ici_expert_parallelism", "expert"}})
-    if (const std::string v = take(maxtext); !v.empty() && v != "-1") mesh.push_back({ours, v});
-  if (!mesh.empty()) {
-    out << YAML::Key << "mesh" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& [k, v] : mesh) out << YAML::Key << k << YAML::Value << integer(k, v);
-    out << YAML::EndMap;
-  }
+  const int64_t context = emit_mesh(out, take);
   out << YAML::Key << "model" << YAML::Value << model;
-  emit_workload(out, take, w);
+  emit_workload(out, take, context, w);
   // A hybrid model's GDN layers run MaxText's XLA path (the main build, the only one 0.2.5 has),
   // in chunks of gdn_chunk_size (base.yml L1467: 64).
   const bool hybrid = model_file.empty() ? load_model(model).gdn_layers() > 0

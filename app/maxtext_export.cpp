@@ -77,7 +77,14 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
         "heads, ladder) at their default tiles",
         kernels::gdn::name(c.gdn.build)));
   std::vector<std::string> args = model_args(c);
-  args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
+  // Under context parallelism a chip holds 1 / context of a sequence: MaxText's per-device batch
+  // is that fraction (a scenario counts whole sequences), and the GDN layers' context-parallel
+  // path refuses the load-balanced reordering (MaxText's gdn_cp.py, configs/types.py).
+  if (c.mesh.context > 1)
+    args.push_back(fmt::format("per_device_batch_size={}",
+                               static_cast<double>(c.batch_per_chip) / c.mesh.context));
+  else
+    args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
   args.push_back(fmt::format("max_target_length={}", c.seq));
   args.push_back(fmt::format("remat_policy={}", c.remat.policy));
   if (c.remat.policy == "custom")
@@ -103,6 +110,7 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
                                                     {"ici_context_parallelism", c.mesh.context},
                                                     {"ici_expert_parallelism", c.mesh.expert}})
     args.push_back(fmt::format("{}={}", maxtext, size));
+  if (c.mesh.context > 1) args.push_back("context_parallel_load_balance=false");
   // MaxText names v5p slices by TensorCores, two per chip (as `topology` above reads them).
   const int64_t devices = c.chip.name == "v5p" ? 2 * c.chips_per_slice : c.chips_per_slice;
   args.push_back(fmt::format("compile_topology={}-{}", c.chip.name, devices));

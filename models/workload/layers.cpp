@@ -368,10 +368,14 @@ void gdn_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l, Pas
 
 kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l) {
   const int64_t block = std::min(c.attention_block, l.seq);
-  // Context parallelism (MaxText's all-gathered keys and values, load-balanced causal order):
-  // the local queries meet on average half of the sequence's keys, taken as a full block grid
-  // over seq / 2 keys without the mask.
+  // Context parallelism (MaxText's all-gathered keys and values), taken as a full block grid
+  // without the mask. In MaxText's load-balanced causal order (its default) the local queries
+  // meet on average half of the sequence's keys: seq / 2. A model with GDN layers runs without
+  // it (configs/types.py L5375-5383 refuses it: the recurrence needs device order to be sequence
+  // order), so the last chip's queries meet every earlier key and half of their own shard's, and
+  // the layer's collectives make every chip wait for that one: seq - local seq / 2.
   const bool cp = c.mesh.context > 1;
+  const int64_t kv_seq = c.model.gdn_layers() > 0 ? c.seq - l.seq / 2 : c.seq / 2;
   return {.batch = l.batch,
           .seq = l.seq,
           .q_heads = l.q_heads,
@@ -381,7 +385,7 @@ kernels::AttentionShape attention_shape(const StepConfig& c, const LocalSizes& l
           .block_compute = std::min<int64_t>(512, block),
           .causal = !cp,
           .dtype = DType::bf16,
-          .kv_seq = cp ? c.seq / 2 : 0,
+          .kv_seq = cp ? kv_seq : 0,
           .head_dim_v = c.model.v_head_dim()};
 }
 

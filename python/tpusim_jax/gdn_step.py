@@ -4,7 +4,8 @@ with SiLU, q and k repeated to the value heads and L2-normalised, beta = sigmoid
 g = -exp(A_log) softplus(a + dt_bias), the chunked delta rule, a gated RMSNorm with z, out_proj)
 for the compiled training step (train_step.py). The rule itself is MaxText's
 `jax_chunk_gated_delta_rule` (L219-), read from the pinned wheel at run time: the main build's XLA
-path, the only one MaxText 0.2.5 has; the Pallas builds' rule is gdn_kernel_rule.py.
+path, the only one MaxText 0.2.5 has, with its context-parallel form (`context_parallel_rule`);
+the Pallas builds' rule is gdn_kernel_rule.py.
 """
 from __future__ import annotations
 
@@ -13,14 +14,35 @@ import jax.numpy as jnp
 from jax import lax
 from typing import Any
 
-from tpusim_jax.maxtext_source import function
+from tpusim_jax.maxtext_source import function, module
 
 
 def _rule():
-    # With use_qk_norm_in_gdn False (the norm is applied here) and cp_axis None the body calls
-    # neither l2norm nor gdn_cp.
+    # With use_qk_norm_in_gdn False (the norm is applied here) the body calls no l2norm; with a
+    # cp_axis it calls gdn_cp (kernels/attention/gdn_cp.py, also from the wheel).
+    modules = {"jax": jax, "jnp": jnp, "lax": lax}
+    gdn_cp = module("maxtext/kernels/attention/gdn_cp.py", modules)
     return function("maxtext/models/qwen3.py", "jax_chunk_gated_delta_rule",
-                    {"jax": jax, "jnp": jnp, "lax": lax, "Array": Any})
+                    modules | {"Array": Any, "gdn_cp": gdn_cp})
+
+
+def context_parallel_rule(mesh, batch_axes, axis: str = "context"):
+    """MaxText's rule with the sequence over the context axis (qwen3.py L1110-1187): q, k, v, g
+    and beta enter a shard_map sharded (batch, length over `axis`, heads over tensor), and the rule
+    runs with cp_axis: each shard folds its chunks into one affine map of the state, the maps
+    compose across the shards by a Hillis-Steele prefix of log2(shards) ppermutes, and each
+    shard replays its chunks from the state that reaches it (gdn_cp.py)."""
+    from jax.sharding import PartitionSpec as P
+    rule = _rule()
+    vectors, scalars = P(batch_axes, axis, "tensor", None), P(batch_axes, axis, "tensor")
+
+    def sharded_rule(q, k, v, g, beta, chunk_size):
+        sharded = jax.shard_map(
+            lambda *a: rule(*a, chunk_size=chunk_size, cp_axis=axis)[0], mesh=mesh,
+            in_specs=(vectors,) * 3 + (scalars,) * 2, out_specs=vectors, check_vma=False)
+        return sharded(q, k, v, g, beta), None
+
+    return sharded_rule
 
 
 def gdn_shapes(E: int, hk: int, hv: int, dk: int, dv: int, kernel: int, fsdp, spec, lead):

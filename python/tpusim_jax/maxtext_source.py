@@ -2,14 +2,16 @@
 
 MaxText 0.2.5 needs Python >= 3.12 and cannot be installed here (Python 3.11), so
 scripts/setup.sh downloads the wheel, checks its hash, and leaves it in .venv/wheels. This module
-reads one top-level function's source from the wheel, compiles it under the wheel's file name (so
-traced ops name maxtext/models/qwen3.py:LINE) and runs its definition with the globals it is given.
+reads one top-level function's source from the wheel (or every function of a small module, with its
+constants), compiles it under the wheel's file name (so traced ops name
+maxtext/models/qwen3.py:LINE) and runs its definition with the globals it is given.
 Nothing of MaxText is copied into this repository.
 """
 from __future__ import annotations
 
 import ast
 import os
+import types
 import zipfile
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,19 +31,32 @@ def wheel_path() -> str:
     return path
 
 
-def function(module_file: str, name: str, globals_: dict):
-    """The top-level function `name` of `module_file` (e.g. maxtext/models/qwen3.py) in the
-    wheel, defined in a namespace holding `globals_` (the names its body uses)."""
+def _tree(module_file: str) -> ast.Module:
     with zipfile.ZipFile(wheel_path()) as z:
         try:
             source = z.read(module_file).decode()
         except KeyError:
             raise MaxTextSourceError(f"{module_file} is not in {wheel_path()}") from None
-    tree = ast.parse(source, filename=module_file)
-    for node in tree.body:
+    return ast.parse(source, filename=module_file)
+
+
+def module(module_file: str, globals_: dict) -> types.SimpleNamespace:
+    """Every top-level function and constant assignment of `module_file`, defined together in a
+    namespace holding `globals_` (its imports), as attributes."""
+    body = [n for n in _tree(module_file).body if isinstance(n, (ast.FunctionDef, ast.Assign))]
+    namespace = dict(globals_)
+    exec(compile(ast.Module(body=body, type_ignores=[]), module_file, "exec"), namespace)  # noqa: S102
+    return types.SimpleNamespace(**{k: v for k, v in namespace.items()
+                                    if k not in globals_ and not k.startswith("__")})
+
+
+def function(module_file: str, name: str, globals_: dict):
+    """The top-level function `name` of `module_file` (e.g. maxtext/models/qwen3.py) in the
+    wheel, defined in a namespace holding `globals_` (the names its body uses)."""
+    for node in _tree(module_file).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            module = ast.Module(body=[node], type_ignores=[])
             namespace = dict(globals_)
-            exec(compile(module, module_file, "exec"), namespace)  # noqa: S102 (pinned source)
+            exec(compile(ast.Module(body=[node], type_ignores=[]), module_file, "exec"),  # noqa: S102
+                 namespace)
             return namespace[name]
     raise MaxTextSourceError(f"{module_file} in {wheel_path()} has no function {name}")

@@ -23,9 +23,13 @@ Taken from MaxText 0.2.5 (maxtext/configs/base.yml and maxtext/layers/, read fro
 - compile_topology_num_slices > 1: the slices' compile-only devices joined over DCN, the data
   axis over them (MaxText's hybrid mesh with dcn_data_parallelism).
 - quantization=int8: the projections through MaxText's AQT configuration (int8_step.py).
+- ici_context_parallelism: the sequence over the context axis, attention by MaxText's all-gather
+  strategy and the GDN rule by its context-parallel affine composition (gdn_step.py), without the
+  load-balanced reordering.
 Left out: RoPE and the norms' exact kind (elementwise work of a few MB), dropout, the data
-pipeline, context parallelism, int8 with experts or GDN layers, and for a mixture of experts the
-megablox path with expert parallelism (refused with the key that asks for it);
+pipeline, int8 with experts or GDN layers, context parallelism with experts, MLA, int8 or the
+Pallas GDN builds, and for a mixture of experts the megablox path with expert parallelism (refused
+with the key that asks for it);
 MaxText's token-dropping einsum path and its dropless megablox path compile (moe_step.py), with
 shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid decoder
 (decoder_block=qwen3_next) runs its Gated Delta Net layers with MaxText's own XLA path
@@ -44,7 +48,7 @@ import tempfile
 
 from tpusim_jax.export import ExportError, collect_kernels
 from tpusim_jax.gdn_kernel_rule import BUILDS, GDN_KERNELS, kernel_rule
-from tpusim_jax.gdn_step import gdn_mixer, gdn_shapes
+from tpusim_jax.gdn_step import context_parallel_rule, gdn_mixer, gdn_shapes
 from tpusim_jax.int8_step import int8_einsum
 from tpusim_jax.mla_step import KEYS as MLA_KEYS, mla_qkv, mla_shapes
 from tpusim_jax.moe_step import moe_mlp, moe_shapes, sparse_moe_mlp
@@ -59,8 +63,10 @@ DEFAULTS = {
     "ici_tensor_parallelism": "1", "compile_topology": None, "compile_topology_num_slices": "1",
     "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
     "ici_expert_parallelism": "1",
-    # Parallelism the compiled step does not have: accepted at 1 only.
-    "ici_context_parallelism": "1",
+    # Context parallelism (base.yml L1348-1349): the all-gather strategy, without the
+    # load-balanced reordering (which MaxText rejects with GDN layers, gdn_cp.py).
+    "ici_context_parallelism": "1", "context_parallel_load_balance": "true",
+    "context_parallel_strategy": "all_gather",
     # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
     # each of the first interval - 1 layers of every cycle, full attention in the last.
     # One weight for q, k and v (attentions.py L762-785, checkpoint name qkv_proj) and one for
@@ -165,9 +171,8 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
                                    or config["decoder_block"] == "qwen3_next"):
         raise ExportError("quantization=int8: the compiled step quantizes dense attention "
                           "layers only (no experts, no GDN layers)")
-    if config["ici_context_parallelism"] not in ("1", "-1"):
-        raise ExportError(f"ici_context_parallelism={config['ici_context_parallelism']}: "
-                          "the compiled step has no such parallelism")
+    if config["ici_context_parallelism"] != "1":
+        refuse_context_parallelism(config)
     if config["ici_expert_parallelism"] not in ("1", "-1") and int(config["num_experts"]) <= 1:
         raise ExportError(f"ici_expert_parallelism={config['ici_expert_parallelism']}: "
                           "expert parallelism needs num_experts > 1")
@@ -220,11 +225,27 @@ def pallas_rule(build: str, mesh, batch_axes):
     return rule
 
 
+def refuse_context_parallelism(config: dict) -> None:
+    """What of context parallelism the compiled step does not build: raises ExportError."""
+    if config["context_parallel_strategy"] != "all_gather":
+        raise ExportError(f"context_parallel_strategy={config['context_parallel_strategy']}: "
+                          "the compiled step gathers the keys and values (all_gather)")
+    if config["context_parallel_load_balance"].lower() != "false":
+        raise ExportError("context_parallel_load_balance=true: the compiled step has no "
+                          "load-balanced reordering (set it false)")
+    if (int(config["num_experts"]) > 1 or config["attention_type"] != "global"
+            or config["gdn_build"] != "main" or config["quantization"]):
+        raise ExportError(f"ici_context_parallelism={config['ici_context_parallelism']}: the "
+                          "compiled step has it for dense attention and MaxText's GDN layers "
+                          "(gdn_build=main) only")
+
+
 def mesh_shape(config: dict, chips: int) -> dict[str, int]:
     """MaxText's ici axes in its mesh_axes order (base.yml L636), the one left at -1 taking what
     the others leave of the chips."""
     axes = {"data": _int(config, "ici_data_parallelism"), "fsdp": _int(config, "ici_fsdp_parallelism"),
             "fsdp_transpose": _int(config, "ici_fsdp_transpose_parallelism"),
+            "context": _int(config, "ici_context_parallelism"),
             "tensor": _int(config, "ici_tensor_parallelism"),
             "expert": _int(config, "ici_expert_parallelism")}
     known = math.prod(v for v in axes.values() if v != -1)
@@ -236,6 +257,8 @@ def mesh_shape(config: dict, chips: int) -> dict[str, int]:
     if math.prod(axes.values()) != chips:
         raise ExportError(f"ici parallelism {axes} covers {math.prod(axes.values())} chips, "
                           f"the topology has {chips}")
+    if axes["context"] == 1:  # the mesh of a step without it is left as it was
+        del axes["context"]
     return axes
 
 
@@ -268,6 +291,11 @@ def build_step(config: dict, devices, slices: int = 1):
     # The logical rules' 'embed' and 'activation_batch' both end in the expert axis (base.yml
     # L714, L704): outside the experts, expert parallelism shards like fsdp.
     fsdp, batch_axes = ("fsdp", "fsdp_transpose", "expert"), ("data", "fsdp", "fsdp_transpose", "expert")
+    # Context parallelism shards the activations' sequence ('activation_length', base.yml L705)
+    # and, like fsdp, the weights' embed dimension ('embed', L714).
+    length = "context" if "context" in axes else None
+    if length:
+        fsdp = ("fsdp", "fsdp_transpose", "context", "expert")
     batch = int(float(config["per_device_batch_size"]) * len(devices))
 
     def spec(*a):
@@ -351,8 +379,8 @@ def build_step(config: dict, devices, slices: int = 1):
         shapes["logits"] = ((E, V), spec(fsdp, "tensor"))
     weight_dtype = jnp.dtype(config["weight_dtype"])
     params = {k: jax.ShapeDtypeStruct(s, weight_dtype, sharding=sh) for k, (s, sh) in shapes.items()}
-    tokens = jax.ShapeDtypeStruct((batch, S), jnp.int32, sharding=spec(batch_axes, None))
-    activations = NamedSharding(mesh, P(batch_axes, None, "tensor"))
+    tokens = jax.ShapeDtypeStruct((batch, S), jnp.int32, sharding=spec(batch_axes, length))
+    activations = NamedSharding(mesh, P(batch_axes, length, "tensor"))
 
     def bf16(w):
         return w.astype(jnp.bfloat16)
@@ -372,20 +400,35 @@ def build_step(config: dict, devices, slices: int = 1):
         y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, -1, keepdims=True) + 1e-5)
         return (y * scale).astype(jnp.bfloat16)
 
-    def attention(q, k, v):  # [b, heads, S, D] per shard
-        heads = q.shape[1]
+    def splash_kernel(heads, head_shards, q_seq_shards):
         block = min(512, S)
         sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
                                   block_q_dkv=block, block_kv_dkv=block,
                                   block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block)
         mask = masks.MultiHeadMask([masks.CausalMask((S, S)) for _ in range(heads)])
-        kernel = splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
-                                        residual_checkpoint_name="context")
-        return jax.vmap(kernel)(q, k, v)
+        return splash.make_splash_mha(mask, block_sizes=sizes, head_shards=head_shards,
+                                      q_seq_shards=q_seq_shards, residual_checkpoint_name="context")
+
+    def attention(q, k, v):  # [b, heads, S, D] per shard
+        return jax.vmap(splash_kernel(q.shape[1], 1, 1))(q, k, v)
 
     heads_spec = P(batch_axes, "tensor", None, None)
     sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
                                       out_specs=heads_spec, check_vma=False)
+    if length:
+        # The all-gather strategy (attention_op.py L2141, L2263-2293): the queries stay sharded
+        # over the context axis, the keys and values enter whole ('activation_kv_length' is
+        # unsharded, base.yml L661), and the kernel's mask is the whole sequence's, split into
+        # q_seq_shards row blocks that enter the shard_map with the queries.
+        kernel = splash_kernel(H, axes["tensor"], axes["context"])
+        kernel_spec = kernel.manual_sharding_spec(NamedSharding(mesh, P("tensor", length)))
+        q_spec = P(batch_axes, "tensor", length, None)
+        gathered = jax.shard_map(lambda kern, q, k, v: jax.vmap(kern)(q, k, v), mesh=mesh,
+                                 in_specs=(kernel_spec, q_spec, heads_spec, heads_spec),
+                                 out_specs=q_spec, check_vma=False)
+
+        def sharded_attention(q, k, v):
+            return gathered(kernel, q, k, v)
 
     def split_local_heads(qkv):
         # Each shard holds its share of the fused heads: H / tensor query heads, then KV / tensor
@@ -454,7 +497,8 @@ def build_step(config: dict, devices, slices: int = 1):
     if interval > 1:
         mixer = gdn_mixer(gdn["num_key_heads"], gdn["num_value_heads"], gdn["key_head_dim"],
                           gdn["value_head_dim"], gdn["chunk_size"], norm, bf16,
-                          pallas_rule(config["gdn_build"], mesh, batch_axes))
+                          context_parallel_rule(mesh, batch_axes) if length
+                          else pallas_rule(config["gdn_build"], mesh, batch_axes))
 
     def gdn_layer(x, p):
         x = checkpoint_name(x, "decoder_layer_input")

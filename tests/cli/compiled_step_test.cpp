@@ -71,6 +71,19 @@ TEST_F(ExportCli, ExportMaxtextRoundTripsThroughImport) {
       << gdn.out;
   EXPECT_NE(gdn.out.find("gdn_chunk_size=128 "), std::string::npos) << gdn.out;
   expect_round_trip(gdn.out);
+  // Context parallelism (B3): one sequence over 64 chips is MaxText's per-device batch of 1/64,
+  // and its GDN layers take the sequence order (MaxText refuses the load-balanced one with them).
+  const CmdResult cp = run("export maxtext " + std::string(TPUSIM_SOURCE_DIR) +
+                           "/scenarios/blind/b3_v5p-64_context64_1m_main.yaml");
+  ASSERT_EQ(cp.status, 0) << cp.err;
+  EXPECT_NE(cp.out.find("per_device_batch_size=0.015625 max_target_length=1048576 "),
+            std::string::npos)
+      << cp.out;
+  EXPECT_NE(cp.out.find("ici_context_parallelism=64 ici_expert_parallelism=1 "
+                        "context_parallel_load_balance=false "),
+            std::string::npos)
+      << cp.out;
+  expect_round_trip(cp.out);
 }
 
 TEST_F(Cli, TheCompilersPeakStandsBesideTheModels) {

@@ -5,7 +5,7 @@
 # dropless megablox path (its grouped matmuls resolved by the import; with tensor parallelism, the
 # down projection reduce-scattered over it), a step over 2 slices
 # joined over DCN, a tensor-parallel step with MaxText's v5e flags, a step with MaxText's AQT int8
-# projections: the same bytes of XLA's memory
+# projections, a hybrid step with context parallelism: the same bytes of XLA's memory
 # analysis, the same out-of-memory verdict), and
 # refuses what it does not model with one error line and no file. The dense step's result also
 # records XLA's largest HBM buffers, which hold the loss working set the memory model counts
@@ -19,9 +19,9 @@ source "$(dirname "$0")/lib.sh" "$@"
 data="$src/tests/data/compiled"
 cd "$src/python"
 for s in small small_oom small_gdn small_moe small_moe_ep small_moe_sparse small_2slices small_tp \
-  small_int8; do
+  small_int8 small_cp; do
   hlo=()
-  case $s in small | small_moe_sparse | small_2slices | small_int8) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
+  case $s in small | small_moe_sparse | small_2slices | small_int8 | small_cp) hlo=(--hlo "$dir/$s.hlo.gz") ;; esac
   # Compiled with the XLA flags the committed result records (small_tp: MaxText's v5e flags;
   # small_int8: the random-bit flag compile-step adds, as MaxText's trainer does, once more).
   flags=$($py -c "import json, sys; print(json.load(open(sys.argv[1])).get('libtpu_init_args', ''))" \
@@ -103,6 +103,19 @@ zcat "$dir/moe_tp.hlo.gz" >"$dir/moe_tp.hlo"
 [ "$(grep -c '= bf16\[8192,512\][^ ]* reduce-scatter(' "$dir/moe_tp.hlo")" -eq 2 ]
 "$tpusim" run --hlo "$dir/moe_tp.hlo.gz" --chip v5e --profile - >"$dir/run7"
 [ "$(grep -c '^kernel megablox 8192x1024x1024 ' "$dir/run7")" -eq 12 ]
+# Context parallelism (small_cp: one 4096-token sequence over 4 chips): MaxText's GDN rule
+# composes the shards' affine state maps by a Hillis-Steele prefix (gdn_cp.py): f32 [1, 8, 128,
+# 128] maps sent 1 and 2 ranks on, then the exclusive shift; the attention gathers the keys and
+# values whole ([1, 8, 4096, 128] a layer each) and the splash kernel runs each shard's 1024
+# queries against them.
+zcat "$dir/small_cp.hlo.gz" >"$dir/cp.hlo"
+grep 'collective-permute-start(' "$dir/cp.hlo" >"$dir/cp_permutes"
+grep -q 'f32\[1,8,128,128\].*source_target_pairs={{0,2},{1,3}}' "$dir/cp_permutes"
+grep 'splash_mha_fwd' "$dir/cp.hlo" >"$dir/cp_splash"
+grep -q 'bf16\[1,8,1024,128\]' "$dir/cp_splash"
+[ "$(grep -cE '= bf16\[1,8,4096,128\][^ ]* all-(reduce|gather)\(' "$dir/cp.hlo")" -ge 2 ]
+"$tpusim" run --hlo "$dir/small_cp.hlo.gz" --chip v5e >"$dir/run8"
+grep -q "^chip v5e  time" "$dir/run8"
 # The int8 step's projections are int8 dots whose gradients round stochastically (rng-bit-generator).
 "$tpusim" run --hlo "$dir/small_int8.hlo.gz" --chip v5e >"$dir/run3"
 grep -q "^chip v5e  time" "$dir/run3" && zgrep -q "rng-bit-generator" "$dir/small_int8.hlo.gz"
@@ -140,6 +153,9 @@ args=$("$tpusim" export maxtext "$data/small.yaml")
 # shellcheck disable=SC2086
 msg="sparse_matmul=true: the compiled step's megablox path has no expert parallelism" \
   expect_refusal $args num_experts=8 base_moe_mlp_dim=1024 ici_fsdp_parallelism=2 ici_expert_parallelism=2
+# shellcheck disable=SC2086
+msg="context_parallel_load_balance=true: the compiled step has no load-balanced reordering" \
+  expect_refusal $args ici_fsdp_parallelism=1 ici_context_parallelism=4
 # shellcheck disable=SC2086
 msg="quantization=fp8: the compiled step has int8 (AQT) only" expect_refusal $args quantization=fp8
 # shellcheck disable=SC2086

@@ -730,6 +730,19 @@ TEST(ContextParallel, OnlyTheLaxScanBuildComposesTheState) {
   EXPECT_THROW(predict_step(c), Error);
 }
 
+// The attention kernel's keys per chip: MaxText's load-balanced causal order gives a dense model's
+// chips half the sequence each; a GDN model runs without it (configs/types.py L5375-5383), so the
+// last chip's 4096 queries meet the 61440 keys before them and half of their own 4096.
+TEST(ContextParallel, AttentionWithoutTheLoadBalancedOrderWaitsForTheLastChip) {
+  const StepConfig gdn = context_parallel(16);
+  EXPECT_EQ(attention_shape(gdn, gdn.local()).kv_seq, 65536 - 4096 / 2);
+  StepConfig dense = fsdp_step("v5p", "llama3.1-8b", 16, 65536, 1);
+  dense.mesh = {.data = 1, .fsdp = 1, .tensor = 1, .context = 16};
+  EXPECT_EQ(attention_shape(dense, dense.local()).kv_seq, 65536 / 2);
+  dense.mesh = {.data = 1, .fsdp = 16, .tensor = 1, .context = 1};
+  EXPECT_EQ(attention_shape(dense, dense.local()).kv_seq, 0);  // no context axis: causal, own keys
+}
+
 TEST(ContextParallel, ShardsTheSequenceAndCountsFlopsPerDevice) {
   const StepPrediction one = predict_step(context_parallel(1));
   const StepPrediction cp = predict_step(context_parallel(16));
