@@ -78,8 +78,9 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
         kernels::gdn::name(c.gdn.build)));
   std::vector<std::string> args = model_args(c);
   // Under context parallelism a chip holds 1 / context of a sequence: MaxText's per-device batch
-  // is that fraction (a scenario counts whole sequences), and the GDN layers' context-parallel
-  // path refuses the load-balanced reordering (MaxText's gdn_cp.py, configs/types.py).
+  // is that fraction (a scenario counts whole sequences). A model with GDN layers runs without
+  // the load-balanced order, which MaxText refuses for it (configs/types.py L5375-5383); a dense
+  // model keeps MaxText's default (load-balanced), as the step model assumes.
   if (c.mesh.context > 1)
     args.push_back(fmt::format("per_device_batch_size={}",
                                static_cast<double>(c.batch_per_chip) / c.mesh.context));
@@ -110,7 +111,8 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
                                                     {"ici_context_parallelism", c.mesh.context},
                                                     {"ici_expert_parallelism", c.mesh.expert}})
     args.push_back(fmt::format("{}={}", maxtext, size));
-  if (c.mesh.context > 1) args.push_back("context_parallel_load_balance=false");
+  if (c.mesh.context > 1 && m.gdn_layers() > 0)
+    args.push_back("context_parallel_load_balance=false");
   // MaxText names v5p slices by TensorCores, two per chip (as `topology` above reads them).
   const int64_t devices = c.chip.name == "v5p" ? 2 * c.chips_per_slice : c.chips_per_slice;
   args.push_back(fmt::format("compile_topology={}-{}", c.chip.name, devices));

@@ -64,7 +64,8 @@ DEFAULTS = {
     "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
     "ici_expert_parallelism": "1",
     # Context parallelism (base.yml L1348-1349): the all-gather strategy, without the
-    # load-balanced reordering (which MaxText rejects with GDN layers, gdn_cp.py).
+    # load-balanced reordering (which MaxText rejects with GDN layers, configs/types.py
+    # L5375-5383, and which a dense model's compiled step does not build yet).
     "ici_context_parallelism": "1", "context_parallel_load_balance": "true",
     "context_parallel_strategy": "all_gather",
     # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
