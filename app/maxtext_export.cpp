@@ -81,11 +81,8 @@ std::vector<std::string> maxtext_command_line(const StepConfig& c) {
   // is that fraction (a scenario counts whole sequences). A model with GDN layers runs without
   // the load-balanced order, which MaxText refuses for it (configs/types.py L5375-5383); a dense
   // model keeps MaxText's default (load-balanced), as the step model assumes.
-  if (c.mesh.context > 1)
-    args.push_back(fmt::format("per_device_batch_size={}",
-                               static_cast<double>(c.batch_per_chip) / c.mesh.context));
-  else
-    args.push_back(fmt::format("per_device_batch_size={}", c.batch_per_chip));
+  args.push_back(fmt::format("per_device_batch_size={}",
+                             static_cast<double>(c.batch_per_chip) / c.mesh.context));
   args.push_back(fmt::format("max_target_length={}", c.seq));
   args.push_back(fmt::format("remat_policy={}", c.remat.policy));
   if (c.remat.policy == "custom")

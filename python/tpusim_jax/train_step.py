@@ -414,9 +414,10 @@ def build_step(config: dict, devices, slices: int = 1):
         return jax.vmap(splash_kernel(q.shape[1], 1, 1))(q, k, v)
 
     heads_spec = P(batch_axes, "tensor", None, None)
-    sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
-                                      out_specs=heads_spec, check_vma=False)
-    if length:
+    if not length:
+        sharded_attention = jax.shard_map(attention, mesh=mesh, in_specs=(heads_spec,) * 3,
+                                          out_specs=heads_spec, check_vma=False)
+    else:
         # The all-gather strategy (attention_op.py L2141, L2263-2293): the queries stay sharded
         # over the context axis, the keys and values enter whole ('activation_kv_length' is
         # unsharded, base.yml L661), and the kernel's mask is the whole sequence's, split into
