@@ -189,7 +189,13 @@ CollectiveTime layer_collectives(const StepConfig& c, int64_t params, PartKind k
     // (The embedding and logits part keeps the six it always had: no compiled program says.)
     const bool down_recomputed =
         kind == PartKind::embedding || (moe_layer && !keep.saved(Activation::mlpwo));
-    const int all_reduces = 4 + out_recomputed + down_recomputed;
+    // On megablox's path an MoE layer's down projection reduce-scatters its token copies, tokens
+    // x top_k rows, before they are summed back per token (moe.py L3218-3223; the compiled
+    // step's reduce-scatter, docs/compiler_import.md), and its backward all-gathers their
+    // gradient: the MLP's pairs (the input's gather on token rows, the down projection's
+    // reduce-scatter) cost (1 + top_k) / 2 all-reduces, not one.
+    const double mlp_pair = moe_layer && c.moe_sparse_matmul ? (1 + c.model.moe.top_k) / 2.0 : 1.0;
+    const double all_reduces = 2 + out_recomputed + (2 + down_recomputed) * mlp_pair;
     exposed += all_reduces * ar;
     total += all_reduces * ar;
   }

@@ -126,5 +126,32 @@ TEST(Moe, ExpertParallelCollectivesByPath) {
   EXPECT_GT(dense.total_s, s.total_s - 6 * a2a);  // every expert gathered, not a quarter of them
 }
 
+// With tensor parallelism over 2 chips the pair's two sequences of 4096 tokens run together. On
+// megablox's path the down projection reduce-scatters the token copies (8192 tokens x top-2 rows,
+// moe.py L3218-3223, as the compiled step does) and its backward all-gathers their gradient,
+// while the MLP's input is gathered on the 8192 token rows: each MLP pair costs (1 + 2) / 2
+// all-reduces of [8192, 4096] bf16 = 67,108,864 bytes. Under remat full the layer runs 2 + 1
+// attention pairs (forward, backward, the recomputed output projection) and 2 + 1 MLP pairs:
+// 3 + 3 x 1.5 = 7.5 all-reduces, exposed; the dense einsum path 6.
+TEST(Moe, TensorParallelMegabloxReduceScattersTheTokenCopies) {
+  auto tensor_parallel = [](bool sparse_matmul) {
+    StepConfig c = mixtral_ep(sparse_matmul, 1);
+    c.mesh.fsdp = 8, c.mesh.tensor = 2;
+    return c;
+  };
+  const StepConfig sparse = tensor_parallel(true);
+  const double ar = collective_seconds(
+      sparse.chip, {CollectiveKind::all_reduce, 67'108'864, sparse.axis("tensor", 2, true)});
+  const int64_t params = load_model("mixtral-8x7b").mlp_params();
+  // Compute long enough to hide the FSDP weight collectives: what is exposed is the tensor axis'.
+  const double compute_s = 10;
+  const CollectiveTime s =
+      layer_collectives(sparse, params, PartKind::attention_layer, compute_s, compute_s, true);
+  const CollectiveTime d = layer_collectives(tensor_parallel(false), params,
+                                             PartKind::attention_layer, compute_s, compute_s, true);
+  EXPECT_NEAR(s.exposed_s, 7.5 * ar, 1e-12);
+  EXPECT_NEAR(d.exposed_s, 6 * ar, 1e-12);
+}
+
 }  // namespace
 }  // namespace tpusim
