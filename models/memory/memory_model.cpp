@@ -8,6 +8,7 @@
 #include "models/parallel/collective_plan.h"
 #include "models/workload/layers.h"
 #include "sim/ir/liveness.h"
+#include "sim/ir/shape.h"
 
 namespace tpusim {
 
@@ -46,6 +47,14 @@ void persistent_items(const StepConfig& c, const LocalSizes& l, int64_t Et,
                    c.remat[A::decoder_layer_input] != Placement::offload});
 }
 
+// `heads` heads of `head_dim` for M tokens in bf16, laid out in HBM as XLA tiles them: heads
+// outside the sequence, the head dimension minor and padded to 128 lanes. B5 #33's compiled step
+// offloads its queries (128 heads of 192) as bf16[58,6,128,8192,192] [layers, batch, heads, seq,
+// head] in a 186,831,077,376-byte buffer: 256 lanes a row.
+int64_t heads_bytes(int64_t M, int64_t heads, int64_t head_dim) {
+  return hbm_tiled_bytes({heads, M, head_dim}, DType::bf16);
+}
+
 // One layer's named tensor `a` in bytes (bf16; the context's log-sum-exp in f32). The layer input
 // is a persistent item; a fused projection counts as the q, k, v and up projections it stands in
 // for.
@@ -55,13 +64,13 @@ int64_t activation_bytes(const StepConfig& c, const LocalSizes& l, Activation a)
   const int64_t Et = residual_columns(c);
   switch (a) {
     case A::query_proj:
-      return M * l.q_heads * Dqk * kBf16;
+      return heads_bytes(M, l.q_heads, Dqk);
     case A::context:  // the attention output, and its f32 log-sum-exp per head
-      return M * l.q_heads * Dv * kBf16 + M * l.q_heads * kF32;
+      return heads_bytes(M, l.q_heads, Dv) + M * l.q_heads * kF32;
     case A::key_proj:
-      return M * l.kv_heads * Dqk * kBf16;
+      return heads_bytes(M, l.kv_heads, Dqk);
     case A::value_proj:
-      return M * l.kv_heads * Dv * kBf16;
+      return heads_bytes(M, l.kv_heads, Dv);
     case A::out_proj:
       return M * Et * kBf16;
     case A::mlpwo:
@@ -153,12 +162,10 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // (bf16) and their gradients (f32) for the whole sequence.
   const int64_t gathered_kv =
       c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * (Dqk + Dv) * (kBf16 + kF32) : 0;
-  const int64_t dense_ws =
-      M * kBf16 *
-          (4 * Et +
-           3 * (l.q_heads * m.query_projection_dim() + l.kv_heads * Dqk + l.kv_heads * Dv) +
-           3 * (m.swiglu ? 2 : 1) * l.mlp) +
-      (m.attention_layers() > 0 ? gathered_kv : 0);
+  const int64_t dense_ws = M * kBf16 * (4 * Et + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
+                           3 * (heads_bytes(M, l.q_heads, m.query_projection_dim()) +
+                                heads_bytes(M, l.kv_heads, Dqk) + heads_bytes(M, l.kv_heads, Dv)) +
+                           (m.attention_layers() > 0 ? gathered_kv : 0);
   const int64_t gdn_ws =
       m.gdn_layers() > 0
           ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)

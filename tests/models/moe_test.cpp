@@ -6,6 +6,7 @@
 #include <map>
 
 #include "models/chip_loader.h"
+#include "models/memory/memory_model.h"
 #include "models/parallel/collective_plan.h"
 #include "models/workload/flops.h"
 #include "models/workload/layers.h"
@@ -82,6 +83,19 @@ TEST(Moe, LatentAttentionAsMaxTextCountsIt) {
   EXPECT_EQ(a.v_dim(), 128);
   EXPECT_EQ(a.kv_heads, 16);
   EXPECT_GT(predict_step(c).step_time_s, 0);
+}
+
+// Offloaded queries and keys of 192 lanes take 256 in HBM and on the host, as XLA tiles them (B5
+// #33's compiled step: bf16[58,6,128,8192,192] in a 186,831,077,376-byte buffer). DeepSeek2-16B on
+// 4 v5p chips (fsdp 4), 2048 tokens a chip, q and k offloaded: 2048 x 16 heads x 256 x 2 bytes
+// each, 33,554,432 bytes a layer (unpadded it would be 25,165,824).
+TEST(Moe, OffloadedLatentQueriesAndKeysArePaddedToWholeLanes) {
+  StepConfig c = v5p_step(load_model("deepseek2-16b"), 4, {1, 4, 1}, 2048);
+  c.remat = RematPolicy::named("full");
+  c.remat.set(Activation::query_proj, "offload");
+  c.remat.set(Activation::key_proj, "offload");
+  ASSERT_EQ(c.remat[Activation::decoder_layer_input], Placement::device);  // not offloaded
+  EXPECT_EQ(offloaded_bytes_per_layer(c, c.local(), true), 2 * 2048 * 16 * 256 * 2);
 }
 
 // Mixtral-8x7B on 16 v6e chips, 1 x 4096 tokens per chip, fsdp 4 x expert 4.
