@@ -180,7 +180,7 @@ def compile_to(fn, fn_args, args) -> int:
 
 
 def compile_step_to(args) -> int:
-    from tpusim_jax.train_step import compile_train_step
+    from tpusim_jax.compile_step import compile_train_step
     try:
         result = compile_train_step(args.overrides, args.hlo)
     except ExportError as e:

@@ -38,173 +38,15 @@ shared experts as MaxText's RoutedAndSharedMoE adds them. Qwen3-Next's hybrid de
 from __future__ import annotations
 
 import functools
-import gzip
-import json
 import math
-import os
-import re
-import shutil
-import tempfile
 
-from tpusim_jax.export import ExportError, collect_kernels
-from tpusim_jax.gdn_kernel_rule import BUILDS, GDN_KERNELS, kernel_rule
+from tpusim_jax.export import ExportError
+from tpusim_jax.gdn_kernel_rule import kernel_rule
 from tpusim_jax.gdn_step import context_parallel_rule, gdn_mixer, gdn_shapes
 from tpusim_jax.int8_step import int8_einsum
 from tpusim_jax.mla_step import KEYS as MLA_KEYS, mla_qkv, mla_shapes
 from tpusim_jax.moe_step import moe_mlp, moe_shapes, sparse_moe_mlp
-
-# MaxText's keys this step understands, with base.yml's defaults where a run may leave them out.
-DEFAULTS = {
-    "base_emb_dim": None, "base_num_query_heads": None, "base_num_kv_heads": None,
-    "head_dim": "128", "base_mlp_dim": None, "base_num_decoder_layers": None,
-    "vocab_size": "32000", "mlp_activations": "silu,linear", "logits_via_embedding": "false",
-    "per_device_batch_size": "12", "max_target_length": "2048", "remat_policy": "full",
-    "ici_data_parallelism": "1", "ici_fsdp_parallelism": "-1", "ici_fsdp_transpose_parallelism": "1",
-    "ici_tensor_parallelism": "1", "compile_topology": None, "compile_topology_num_slices": "1",
-    "dcn_data_parallelism": "-1", "weight_dtype": "float32", "num_vocab_tiling": "1",
-    "ici_expert_parallelism": "1",
-    # Context parallelism (base.yml L1348-1349): the all-gather strategy, without the
-    # load-balanced reordering (which MaxText rejects with GDN layers, configs/types.py
-    # L5375-5383, and which a dense model's compiled step does not build yet).
-    "ici_context_parallelism": "1", "context_parallel_load_balance": "true",
-    "context_parallel_strategy": "all_gather",
-    # Qwen3-Next's hybrid decoder (base.yml L397-399, L1457-1469): a Gated Delta Net layer in
-    # each of the first interval - 1 layers of every cycle, full attention in the last.
-    # One weight for q, k and v (attentions.py L762-785, checkpoint name qkv_proj) and one for
-    # the up projections (linears.py L689-, L800-808, checkpoint name mlpwi); base.yml L562-563.
-    "fused_qkv": "false", "fused_mlp": "false",
-    "decoder_block": "llama2", "inhomogeneous_layer_cycle_interval": "1",
-    "gdn_conv_kernel_dim": "4", "gdn_key_head_dim": "128", "gdn_value_head_dim": "128",
-    "gdn_num_key_heads": "16", "gdn_num_value_heads": "32", "gdn_chunk_size": "64",
-    "use_qk_norm_in_gdn": "true",
-    # Not MaxText's: the GDN build of C1 (main, or PR #4348's Pallas path: scan, heads, ladder;
-    # gdn_kernel_rule.py), which MaxText 0.2.5 does not have.
-    "gdn_build": "main",
-    # Mixture of experts (base.yml L247-251, L271, L380; moe_step.py).
-    "num_experts": "1", "num_experts_per_tok": "1", "base_moe_mlp_dim": "-1",
-    "shared_experts": "0", "sparse_matmul": "true", "capacity_factor": "-1.0",
-    # Dense layers before the experts' (base.yml L379; DeepSeek's decoder scans them apart) and
-    # multi-head latent attention (L487, L542-546; mla_step.py).
-    "first_num_dense_layers": "0", "attention_type": "global", "q_lora_rank": "0",
-    "kv_lora_rank": "512", "qk_nope_head_dim": "128", "qk_rope_head_dim": "64", "v_head_dim": "128",
-    # AQT int8 (base.yml L137, L176; int8_step.py).
-    "quantization": "", "quantization_local_shard_count": "-1",
-}
-# remat_policy=custom: each checkpoint name's placement (base.yml L453-470: the layer input on
-# device, the rest recomputed unless set).
-PLACEMENTS = {"decoder_layer_input": "device", "query_proj": "remat", "key_proj": "remat",
-              "value_proj": "remat", "context": "remat", "out_proj": "remat", "mlpwi_0": "remat",
-              "mlpwi_1": "remat", "mlpwo": "remat", "qkv_proj": "remat", "mlpwi": "remat"}
-
-_SAVED = ["query_proj", "value_proj", "key_proj", "kv_proj", "qkv_proj"]
-_MINIMAL = _SAVED + ["out_proj", "mlpwi_0", "mlpwi_1", "mlpwi", "mlpwo"]
-REMAT_SAVED_NAMES = {
-    "minimal": _MINIMAL, "minimal_with_context": _MINIMAL + ["context"],
-    "save_dot_with_context_except_mlp": _SAVED + ["context", "out_proj"],
-    "save_dot_except_mlpwi": _SAVED + ["out_proj", "mlpwo"],
-    "save_dot_except_mlp": _SAVED + ["out_proj"], "save_qkv_proj": _SAVED,
-    "save_out_proj": ["out_proj"], "full": None,
-    # Offloaded to pinned host memory (_OFFLOADED), nothing kept on device.
-    "qkv_proj_offloaded": None, "minimal_offloaded": None,
-}
-
-
-def saved_names(config: dict) -> list[str] | None:
-    """The checkpoint names the remat policy keeps on device (None: recompute everything)."""
-    if config["remat_policy"] != "custom":
-        return REMAT_SAVED_NAMES[config["remat_policy"]]
-    return [k for k in PLACEMENTS if k != "decoder_layer_input" and config[k] == "device"]
-
-
-_OFFLOADED = {"qkv_proj_offloaded": ["query_proj", "value_proj", "key_proj", "kv_proj"],
-              "minimal_offloaded": _MINIMAL}
-
-
-def offloaded_names(config: dict) -> list[str]:
-    """The checkpoint names the remat policy offloads to pinned host memory."""
-    if config["remat_policy"] == "custom":
-        return [k for k in PLACEMENTS if config[k] == "offload"]
-    return _OFFLOADED.get(config["remat_policy"], [])
-
-# MaxText's compile_topology names count chips (v5e, v6e) or TensorCores (v5p: two per chip);
-# the compile-only devices take the chips' physical shape.
-_SHAPES_2D = {4: "2x2", 8: "2x4", 16: "4x4", 32: "4x8", 64: "8x8", 128: "8x16", 256: "16x16"}
-_SHAPES_3D = {4: "2x2x1", 8: "2x2x2", 16: "2x2x4", 32: "2x4x4", 64: "4x4x4", 128: "4x4x8",
-              256: "4x8x8", 512: "8x8x8", 1024: "8x8x16", 2048: "8x16x16"}
-
-
-def parse_overrides(args: list[str]) -> dict[str, str]:
-    """MaxText's `key=value` command line over base.yml's defaults; an unknown key is an error."""
-    config = dict(DEFAULTS) | PLACEMENTS
-    for arg in args:
-        key, eq, value = arg.partition("=")
-        if not eq or not key:
-            raise ExportError(f"{arg!r}: expected key=value, as MaxText's command line takes")
-        if key not in config:
-            raise ExportError(f"{key}: not a key the compiled step models (known: "
-                              f"{', '.join(sorted(config))})")
-        if key in PLACEMENTS and value not in ("remat", "device", "offload"):
-            raise ExportError(f"{key}={value}: expected remat, device or offload")
-        config[key] = value
-    config["mlp_activations"] = re.sub(r"[\[\]'\" ]", "", config["mlp_activations"])
-    for key in ("fused_qkv", "fused_mlp"):
-        if config[key].lower() not in ("true", "false"):
-            raise ExportError(f"{key}={config[key]}: expected true or false")
-        config[key] = config[key].lower()
-    if int(config["num_experts"]) > 1:
-        if config["fused_mlp"] == "true":
-            raise ExportError("fused_mlp=true: the compiled step's experts have no fused "
-                              "up projection")
-        sparse = config["sparse_matmul"].lower() == "true"
-        if not sparse and float(config["capacity_factor"]) <= 0:
-            raise ExportError(f"capacity_factor={config['capacity_factor']}: the compiled step "
-                              "drops tokens at a capacity (a factor > 0)")
-    if config["attention_type"] not in ("global", "mla"):
-        raise ExportError(f"attention_type={config['attention_type']}: the compiled step has "
-                          "global and mla attention")
-    if config["gdn_build"] not in ("main",) + BUILDS:
-        raise ExportError(f"gdn_build={config['gdn_build']}: expected main, "
-                          f"{', '.join(BUILDS)}")
-    if config["quantization"] not in ("", "int8"):
-        raise ExportError(f"quantization={config['quantization']}: the compiled step has int8 "
-                          "(AQT) only")
-    if config["quantization"] and (int(config["num_experts"]) > 1
-                                   or config["decoder_block"] == "qwen3_next"):
-        raise ExportError("quantization=int8: the compiled step quantizes dense attention "
-                          "layers only (no experts, no GDN layers)")
-    if config["ici_context_parallelism"] != "1":
-        refuse_context_parallelism(config)
-    if config["ici_expert_parallelism"] not in ("1", "-1") and int(config["num_experts"]) <= 1:
-        raise ExportError(f"ici_expert_parallelism={config['ici_expert_parallelism']}: "
-                          "expert parallelism needs num_experts > 1")
-    for key, value in config.items():
-        if value is None:
-            raise ExportError(f"{key}: missing (no default in MaxText's base.yml)")
-    if config["remat_policy"] not in REMAT_SAVED_NAMES and config["remat_policy"] != "custom":
-        raise ExportError(f"remat_policy={config['remat_policy']}: not one of "
-                          f"{', '.join(REMAT_SAVED_NAMES)}")
-    return config
-
-
-def _int(config: dict, key: str) -> int:
-    try:
-        return int(config[key])
-    except ValueError:
-        raise ExportError(f"{key}={config[key]}: not an integer") from None
-
-
-def topology_for(compile_topology: str) -> str:
-    """v5e-256 -> v5e:16x16, v5p-512 -> v5p:8x8x8 (256 chips... counted as MaxText counts)."""
-    m = re.fullmatch(r"(v5e|v6e|v5p)-(\d+)", compile_topology)
-    if not m:
-        raise ExportError(f"compile_topology={compile_topology}: expected v5e-N, v6e-N or v5p-N")
-    generation, n = m.group(1), int(m.group(2))
-    chips = n // 2 if generation == "v5p" else n
-    shapes = _SHAPES_3D if generation == "v5p" else _SHAPES_2D
-    if chips not in shapes:
-        raise ExportError(f"compile_topology={compile_topology}: no slice of {chips} chips "
-                          f"(known: {', '.join(str(k) for k in shapes)})")
-    return f"{generation}:{shapes[chips]}"
+from tpusim_jax.step_overrides import config_int, mesh_shape, offloaded_names, saved_names
 
 
 def pallas_rule(build: str, mesh, batch_axes):
@@ -226,43 +68,6 @@ def pallas_rule(build: str, mesh, batch_axes):
     return rule
 
 
-def refuse_context_parallelism(config: dict) -> None:
-    """What of context parallelism the compiled step does not build: raises ExportError."""
-    if config["context_parallel_strategy"] != "all_gather":
-        raise ExportError(f"context_parallel_strategy={config['context_parallel_strategy']}: "
-                          "the compiled step gathers the keys and values (all_gather)")
-    if config["context_parallel_load_balance"].lower() != "false":
-        raise ExportError("context_parallel_load_balance=true: the compiled step has no "
-                          "load-balanced reordering (set it false)")
-    if (int(config["num_experts"]) > 1 or config["attention_type"] != "global"
-            or config["gdn_build"] != "main" or config["quantization"]):
-        raise ExportError(f"ici_context_parallelism={config['ici_context_parallelism']}: the "
-                          "compiled step has it for dense attention and MaxText's GDN layers "
-                          "(gdn_build=main) only")
-
-
-def mesh_shape(config: dict, chips: int) -> dict[str, int]:
-    """MaxText's ici axes in its mesh_axes order (base.yml L636), the one left at -1 taking what
-    the others leave of the chips."""
-    axes = {"data": _int(config, "ici_data_parallelism"), "fsdp": _int(config, "ici_fsdp_parallelism"),
-            "fsdp_transpose": _int(config, "ici_fsdp_transpose_parallelism"),
-            "context": _int(config, "ici_context_parallelism"),
-            "tensor": _int(config, "ici_tensor_parallelism"),
-            "expert": _int(config, "ici_expert_parallelism")}
-    known = math.prod(v for v in axes.values() if v != -1)
-    free = [k for k, v in axes.items() if v == -1]
-    if len(free) > 1 or chips % known:
-        raise ExportError(f"ici parallelism {axes} does not divide {chips} chips")
-    for k in free:
-        axes[k] = chips // known
-    if math.prod(axes.values()) != chips:
-        raise ExportError(f"ici parallelism {axes} covers {math.prod(axes.values())} chips, "
-                          f"the topology has {chips}")
-    if axes["context"] == 1:  # the mesh of a step without it is left as it was
-        del axes["context"]
-    return axes
-
-
 def build_step(config: dict, devices, slices: int = 1):
     """(step function, its abstract arguments) for `config` on `devices` (`slices` slices of
     equal size, joined over DCN: MaxText's dcn_data_parallelism makes the data axis span them)."""
@@ -274,13 +79,13 @@ def build_step(config: dict, devices, slices: int = 1):
     from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as masks
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    E, H, KV = (_int(config, k) for k in ("base_emb_dim", "base_num_query_heads", "base_num_kv_heads"))
-    D, F, L = (_int(config, k) for k in ("head_dim", "base_mlp_dim", "base_num_decoder_layers"))
-    V, S = _int(config, "vocab_size"), _int(config, "max_target_length")
+    E, H, KV = (config_int(config, k) for k in ("base_emb_dim", "base_num_query_heads", "base_num_kv_heads"))
+    D, F, L = (config_int(config, k) for k in ("head_dim", "base_mlp_dim", "base_num_decoder_layers"))
+    V, S = config_int(config, "vocab_size"), config_int(config, "max_target_length")
     gated = config["mlp_activations"].replace(" ", "") in ("silu,linear", "gelu,linear")
     act_fn = jax.nn.silu if config["mlp_activations"].startswith("silu") else jax.nn.gelu
     axes = mesh_shape(config, len(devices) // slices)
-    if (_int(config, "num_experts") > 1 and config["sparse_matmul"].lower() == "true"
+    if (config_int(config, "num_experts") > 1 and config["sparse_matmul"].lower() == "true"
             and axes["expert"] > 1):
         raise ExportError("sparse_matmul=true: the compiled step's megablox path has no "
                           "expert parallelism (sparse_matmul=false with a capacity_factor "
@@ -303,18 +108,18 @@ def build_step(config: dict, devices, slices: int = 1):
         return NamedSharding(mesh, P(*a))
 
     hybrid = config["decoder_block"] == "qwen3_next"
-    interval = _int(config, "inhomogeneous_layer_cycle_interval") if hybrid else 1
-    dense_first = _int(config, "first_num_dense_layers") if _int(config, "num_experts") > 1 else 0
+    interval = config_int(config, "inhomogeneous_layer_cycle_interval") if hybrid else 1
+    dense_first = config_int(config, "first_num_dense_layers") if config_int(config, "num_experts") > 1 else 0
     if (L - dense_first) % interval:
         raise ExportError(f"base_num_decoder_layers={L} is not a whole number of cycles of "
                           f"inhomogeneous_layer_cycle_interval={interval}")
     cycles = (L - dense_first) // interval
-    gdn = {k: _int(config, "gdn_" + k) for k in ("num_key_heads", "num_value_heads",
+    gdn = {k: config_int(config, "gdn_" + k) for k in ("num_key_heads", "num_value_heads",
                                                   "key_head_dim", "value_head_dim",
                                                   "conv_kernel_dim", "chunk_size")}
     none = (None,)
 
-    experts = _int(config, "num_experts")
+    experts = config_int(config, "num_experts")
     fused_qkv, fused_mlp = config["fused_qkv"] == "true", config["fused_mlp"] == "true"
     if hybrid and fused_qkv:
         raise ExportError("fused_qkv=true with decoder_block=qwen3_next: the gated query of "
@@ -323,7 +128,7 @@ def build_step(config: dict, devices, slices: int = 1):
     # Shared experts (moe.py RoutedAndSharedMoE, L4793-4796): a dense MLP block of
     # shared_experts x moe_mlp_dim (maxtext_utils.get_shared_expert_mlp_dim, L731-736) beside the
     # routed experts, its output added to theirs.
-    shared_width = _int(config, "shared_experts") * _int(config, "base_moe_mlp_dim")
+    shared_width = config_int(config, "shared_experts") * config_int(config, "base_moe_mlp_dim")
 
     def dense_shapes(prefix, lead, width):
         n = none * len(lead)
@@ -343,13 +148,13 @@ def build_step(config: dict, devices, slices: int = 1):
         if experts > 1:
             shared = dense_shapes(prefix + "shared_", lead, shared_width) if shared_width else {}
             return {prefix + k: v for k, v in moe_shapes(
-                E, experts, _int(config, "base_moe_mlp_dim"), spec, lead).items()} | shared | norm_2
+                E, experts, config_int(config, "base_moe_mlp_dim"), spec, lead).items()} | shared | norm_2
         return dense_shapes(prefix, lead, F) | norm_2
 
     # Qwen3-Next's full attention projects a query and a gate per head (MaxText 0.2.5
     # layers/attentions.py L680-681: out features (heads, head_dim * 2) for qwen3_next).
     q_width = 2 * D if hybrid else D
-    mla = {k: _int(config, k) for k in MLA_KEYS} if config["attention_type"] == "mla" else None
+    mla = {k: config_int(config, k) for k in MLA_KEYS} if config["attention_type"] == "mla" else None
 
     def attention_shapes(lead):
         n = none * len(lead)
@@ -388,7 +193,7 @@ def build_step(config: dict, devices, slices: int = 1):
 
     int8 = config["quantization"] == "int8"
     if int8:
-        int8_dot = int8_einsum(_int(config, "quantization_local_shard_count"))
+        int8_dot = int8_einsum(config_int(config, "quantization_local_shard_count"))
 
     def project(eqn, x, p, name, i):
         """A layer's weight matmul: bf16, or MaxText's int8 AQT with a key of the layer's own."""
@@ -444,10 +249,10 @@ def build_step(config: dict, devices, slices: int = 1):
                               out_specs=(heads_spec,) * 3, check_vma=False)
 
     if experts > 1 and config["sparse_matmul"].lower() == "true":
-        experts_mlp = sparse_moe_mlp(mesh, experts, _int(config, "num_experts_per_tok"), bf16,
+        experts_mlp = sparse_moe_mlp(mesh, experts, config_int(config, "num_experts_per_tok"), bf16,
                                      batch_axes)
     elif experts > 1:
-        experts_mlp = moe_mlp(experts, _int(config, "num_experts_per_tok"),
+        experts_mlp = moe_mlp(experts, config_int(config, "num_experts_per_tok"),
                               float(config["capacity_factor"]), bf16, spec, batch_axes,
                               axes["expert"] > 1)
 
@@ -543,7 +348,7 @@ def build_step(config: dict, devices, slices: int = 1):
         x, _ = jax.lax.scan(cycle, x, layers)
         x = norm(x, p["final_norm"])
         out = bf16(p["embedding"].T if "logits" not in p else p["logits"])
-        tiles = _int(config, "num_vocab_tiling")
+        tiles = config_int(config, "num_vocab_tiling")
         if tiles == 1:
             return token_losses(x, tokens, out).mean()
         # MaxText's vocab tiling (utils/vocabulary_tiling.py L57-): the loss over token chunks
@@ -572,92 +377,3 @@ def build_step(config: dict, devices, slices: int = 1):
         key = jax.eval_shape(lambda: jax.random.key(0))
         args += (jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=spec()),)
     return jax.jit(step, donate_argnums=(0, 1, 2)), args
-
-
-STEP_FORMAT = "tpusim-compiled-step"
-# libtpu's out-of-memory verdict, e.g. "the total memory required for HLO temporaries (48.96G)
-# exceeds available HBM (31.25G)", or for the pinned host memory that remat offloads into,
-# "Allocation (size=186831077376) would exceed memory (size=137438953472) :: ... operand.host" (one
-# buffer over it) and "Ran out of memory in memory space host. Used 140.00G of 128.00G host" (all).
-_OOM = re.compile(r"Ran out of memory in memory space (?:hbm|host)[^\n]*|RESOURCE_EXHAUSTED: Ran "
-                  r"out of memory on HBM[^\n]*|RESOURCE_EXHAUSTED: Allocation \(size=\d+\) would "
-                  r"exceed memory \(size=\d+\)[^\n]*\.host[^\n]*", re.IGNORECASE)
-
-
-def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dict:
-    """Compiles the step of MaxText's command line `overrides` for its compile_topology; returns
-    the compiler's memory analysis, or its out-of-memory verdict (`fits` false, its message)."""
-    import jax
-    from tpusim_jax.compile import buffer_dump_flag, versions
-
-    if versions()["libtpu"] == "not installed":
-        raise ExportError("compile-step needs libtpu (scripts/setup.sh installs the pinned version)")
-    config = parse_overrides(overrides)
-    name = topology_for(config["compile_topology"])
-    slices = _int(config, "compile_topology_num_slices")
-    if config["dcn_data_parallelism"] not in ("-1", str(slices)):
-        raise ExportError(f"dcn_data_parallelism={config['dcn_data_parallelism']}: the compiled "
-                          f"step puts data parallelism over all {slices} slices")
-    if config["quantization"] == "int8":
-        # MaxText's trainer draws random bits with XLA's RngBitGenerator, not threefry
-        # (train.py L1474-1481, train_compile.py L300-303). Only the int8 step draws any.
-        jax.config.update("jax_default_prng_impl", "unsafe_rbg")
-        flags = os.environ.get("LIBTPU_INIT_ARGS", "")
-        if "xla_tpu_spmd_rng_bit_generator_unsafe" not in flags:
-            os.environ["LIBTPU_INIT_ARGS"] = (
-                flags + " --xla_tpu_spmd_rng_bit_generator_unsafe=true").strip()
-    dump = tempfile.mkdtemp(prefix="tpusim_buffers_")
-    xla_flags = os.environ.get("XLA_FLAGS")
-    try:
-        buffer_dump_flag(dump)
-        return _compile_step(config, overrides, name, slices, hlo_path, dump)
-    finally:
-        shutil.rmtree(dump, ignore_errors=True)
-        if xla_flags is None:
-            os.environ.pop("XLA_FLAGS", None)
-        else:
-            os.environ["XLA_FLAGS"] = xla_flags
-
-
-def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
-    import jax
-    from tpusim_jax.compile import cost_summary, hbm_buffers, memory_summary, topology, versions
-
-    devices = topology(name, slices).devices
-    step, args = build_step(config, devices, slices)
-    result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
-              "device_kind": devices[0].device_kind, "chips": len(devices) // slices,
-              "slices_compiled": slices, "versions": versions()}
-    # The compiler's flags decide its schedule (async collective fusion, windowed einsums).
-    if os.environ.get("LIBTPU_INIT_ARGS"):
-        result["libtpu_init_args"] = os.environ["LIBTPU_INIT_ARGS"]
-    with jax.default_device(devices[0]):
-        lowered = step.lower(*args)
-        try:
-            compiled = lowered.compile()
-        except Exception as e:  # libtpu's RESOURCE_EXHAUSTED arrives as a JaxRuntimeError
-            oom = _OOM.search(str(e))
-            if not oom:
-                raise
-            result.update(fits=False, message=oom.group(0).strip())
-            return result
-    result.update(fits=True, memory=memory_summary(compiled), cost=cost_summary(compiled))
-    buffers = hbm_buffers(dump)
-    if buffers:  # XLA's buffer assignment: its heap and largest HBM slots
-        result["buffers"] = buffers
-    if hlo_path:
-        # A .gz path is written compressed; the result names the file (beside it) for tpusim.
-        opener = gzip.open if hlo_path.endswith(".gz") else open
-        with opener(hlo_path, "wt") as f:
-            f.write(compiled.as_text())
-        result["hlo"] = os.path.basename(hlo_path)
-        if config["gdn_build"] != "main":
-            # The GDN kernels as tpusim programs, for the import to resolve their custom calls
-            # (splash attention is resolved by name).
-            kernels = collect_kernels(step, [(f"arg{i}", a) for i, a in enumerate(args)],
-                                      "gdn kernels", GDN_KERNELS)
-            path = re.sub(r"(\.hlo)?(\.gz)?$", "", hlo_path) + ".kernels.json"
-            with open(path, "w") as f:
-                json.dump(kernels, f)
-            result["kernels_program"] = os.path.basename(path)
-    return result
