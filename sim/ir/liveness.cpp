@@ -16,19 +16,27 @@ void add(std::map<std::string, int64_t>& to, const std::string& name, int64_t by
   to[name] = std::max(to[name], bytes);
 }
 
-Use kernel_use(const Kernel& k) {
+using BufferMap = std::map<std::string, std::vector<std::string>>;
+
+// Adds a kernel array's use as the program buffers `buffers` makes of it (program.h).
+void add_array(std::map<std::string, int64_t>& to, const Tensor& array, const BufferMap& buffers) {
+  if (array.space != MemSpace::hbm) return;
+  const int64_t bytes = hbm_tiled_bytes(array.shape, array.dtype);
+  const auto it = buffers.find(array.name);
+  if (it == buffers.end()) return add(to, array.name, bytes);
+  for (const std::string& buffer : it->second)
+    add(to, buffer, it->second.size() == 1 ? bytes : 0);  // parts: sized by their other uses
+}
+
+Use kernel_use(const Kernel& k, const BufferMap& buffers) {
   Use u;
-  for (const BlockSpec& b : k.inputs)
-    if (b.array.space == MemSpace::hbm)
-      add(u.reads, b.array.name, hbm_tiled_bytes(b.array.shape, b.array.dtype));
-  for (const BlockSpec& b : k.outputs)
-    if (b.array.space == MemSpace::hbm)
-      add(u.writes, b.array.name, hbm_tiled_bytes(b.array.shape, b.array.dtype));
+  for (const BlockSpec& b : k.inputs) add_array(u.reads, b.array, buffers);
+  for (const BlockSpec& b : k.outputs) add_array(u.writes, b.array, buffers);
   return u;
 }
 
 // A loop's use, as whole arrays (see the header), given which names are read after it.
-Use loop_use(const Loop& l, const std::set<std::string>& read_later) {
+Use loop_use(const Loop& l, const BufferMap& buffers, const std::set<std::string>& read_later) {
   const std::string slice = "[n]";
   auto whole = [&](const std::string& n) {
     return n.size() > slice.size() && n.compare(n.size() - slice.size(), slice.size(), slice) == 0
@@ -38,7 +46,7 @@ Use loop_use(const Loop& l, const std::set<std::string>& read_later) {
   Use u;
   std::set<std::string> written;
   for (const auto& k : l.body) {
-    const Use ku = kernel_use(*k);
+    const Use ku = kernel_use(*k, buffers);
     for (const auto& [n, b] : ku.reads) {
       const std::string w = whole(n);
       if (!w.empty())
@@ -73,7 +81,7 @@ Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramIt
     read_after[j] = read_after[j + 1];
     const ProgramItem& item = p.items[items[j]];
     auto note = [&](const Kernel& k) {
-      for (const BlockSpec& b : k.inputs) read_after[j].insert(b.array.name);
+      for (const auto& [n, bytes] : kernel_use(k, item.buffers).reads) read_after[j].insert(n);
     };
     if (const auto* c = std::get_if<KernelCall>(&item.what)) note(*c->kernel);
     if (const auto* l = std::get_if<Loop>(&item.what))
@@ -91,8 +99,10 @@ Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramIt
   for (int j = 0; j <= end; ++j) {
     const ProgramItem& item = p.items[items[j]];
     Use u;
-    if (const auto* c = std::get_if<KernelCall>(&item.what)) u = kernel_use(*c->kernel);
-    if (const auto* l = std::get_if<Loop>(&item.what)) u = loop_use(*l, read_after[j + 1]);
+    if (const auto* c = std::get_if<KernelCall>(&item.what))
+      u = kernel_use(*c->kernel, item.buffers);
+    if (const auto* l = std::get_if<Loop>(&item.what))
+      u = loop_use(*l, item.buffers, read_after[j + 1]);
     for (const auto& [n, b] : u.reads) {
       auto it = current.find(n);
       if (it == current.end())  // read before any write: an argument, held from the start

@@ -4,6 +4,7 @@
 // axes' beside them); an item starts only after the items it depends on have finished.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -34,8 +35,8 @@ struct MeshAxis {
   // Torus dimensions the axis spans: each adds its links to the ring; 0: every dimension a group
   // of its size spans on the chip (torus_dims_spanned, sim/timing/collectives.h).
   int torus_dims = 1;
-  bool dcn = false;    // across slices over the data-centre network instead of ICI
-  bool host = false;   // between the chip and its host's pinned memory, over the host link
+  bool dcn = false;   // across slices over the data-centre network instead of ICI
+  bool host = false;  // between the chip and its host's pinned memory, over the host link
 };
 
 // The host link as an axis: a copy to or from pinned host memory (the remat policy's offload) is
@@ -55,6 +56,11 @@ struct ProgramItem {
   std::variant<KernelCall, Collective, Loop> what;
   std::vector<int> deps;  // indices of earlier items
   std::string stage;      // a grouping for reports (e.g. "scan fwd"); empty: the item's name
+  // Which program buffer each of the kernel's HBM arrays is, for liveness (sim/ir/liveness.h):
+  // no entry: the array's own name; no buffers: held elsewhere (a weight, the saved layer input),
+  // not this program's; several: the array is their concatenation (q, k and v as one dot's
+  // operand), which their other uses size.
+  std::map<std::string, std::vector<std::string>> buffers;
 };
 
 // Stage labels of a training step's programs begin with the pass they run in: "fwd: ...",

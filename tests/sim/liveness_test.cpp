@@ -85,5 +85,31 @@ TEST(Liveness, ALoopStacksWhatItWritesForLaterAndKeepsOneCarry) {
   EXPECT_EQ(l.peak_bytes, 4 * s + s + s + 4 * s);  // q, h, t, res during the loop
 }
 
+TEST(Liveness, AnItemMapsItsKernelsArraysToTheProgramsBuffers) {
+  // Two copies of one kernel (reads "x", writes "y") made into a chain a -> b -> c by their
+  // items' maps; the second also reads "w", held elsewhere (no buffer). Then a kernel reads b
+  // and c as the parts of one array "x": they live to it, sized by their writes.
+  Program p;
+  p.add_kernel(kernel({"x"}, {"y"}, kMiB));
+  p.items.back().buffers = {{"x", {"a"}}, {"y", {"b"}}};
+  p.add_kernel(kernel({"x", "w"}, {"y"}, kMiB));
+  p.items.back().buffers = {{"x", {"b"}}, {"w", {}}, {"y", {"c"}}};
+  p.add_kernel(kernel({"x"}, {"y"}, {8, 128}));  // 4 KiB: the concatenation's own size is unused
+  p.items.back().buffers = {{"x", {"b", "c"}}, {"y", {"d"}}};
+  const Liveness l = hbm_liveness(p);
+  std::map<std::string, LiveBuffer> by_name;
+  for (const LiveBuffer& b : l.buffers) by_name[b.name] = b;
+  EXPECT_EQ(by_name.count("w"), 0u);
+  EXPECT_EQ(by_name.count("x"), 0u);
+  EXPECT_EQ(by_name["a"].last, 0);
+  EXPECT_EQ(by_name["b"].bytes, 1 << 20);
+  EXPECT_EQ(by_name["b"].last, 2);
+  EXPECT_EQ(by_name["c"].bytes, 1 << 20);
+  EXPECT_EQ(by_name["c"].last, 2);
+  EXPECT_EQ(by_name["d"].bytes, 8 * 128 * 4);
+  EXPECT_EQ(l.peak_bytes, (2 << 20) + 8 * 128 * 4);  // b, c and d at the last item
+  EXPECT_EQ(l.peak_item, 2);
+}
+
 }  // namespace
 }  // namespace tpusim
