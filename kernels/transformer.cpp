@@ -160,8 +160,10 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
       {axis(0), axis(1), axis(3), s.causal ? clamped_below(4, 2) : axis(4), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), axis(2), constant(0)});
   const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D, Dv);
-  const ValueId dk = kb.output({"dk", a.k.shape, DType::f32}, {1, 1, b, D}, kv_map);
-  const ValueId dv = kb.output({"dv", a.v.shape, DType::f32}, {1, 1, b, Dv}, kv_map);
+  // dk and dv in the keys' and values' dtype, accumulated in f32 scratch
+  // (splash_attention_kernel.py L2160-2167: ShapeDtypeStruct.like(k), .like(v)).
+  const ValueId dk = kb.output({"dk", a.k.shape, s.dtype}, {1, 1, b, D}, kv_map);
+  const ValueId dv = kb.output({"dv", a.v.shape, s.dtype}, {1, 1, b, Dv}, kv_map);
   const ValueId dk_acc = kb.scratch("dk_acc", {b, D}, DType::f32),
                 dv_acc = kb.scratch("dv_acc", {b, Dv}, DType::f32);
   const ValueId sc = kb.scratch("s", {b, b}, DType::f32);
@@ -178,8 +180,9 @@ std::shared_ptr<const Kernel> attention_backward_dkv(const AttentionShape& s) {
                  {dk_acc, kb.dot("ds^T q", kb.cast("ds.bf16", ds, s.dtype, live), x.q, DType::f32,
                                  kTN, Precision::default_, live)},
                  dk_acc, live);
-  kb.copy("store dk", dk_acc, dk, {When::last_both, 3, 4});
-  kb.copy("store dv", dv_acc, dv, {When::last_both, 3, 4});
+  const When last{When::last_both, 3, 4};
+  kb.copy("store dk", kb.cast("dk.out", dk_acc, s.dtype, last), dk, last);
+  kb.copy("store dv", kb.cast("dv.out", dv_acc, s.dtype, last), dv, last);
   return kb.build();
 }
 
@@ -193,7 +196,8 @@ std::shared_ptr<const Kernel> attention_backward_dq(const AttentionShape& s) {
   const IndexMap q_map({axis(0), axis(1), axis(2), axis(3), constant(0)});
   const IndexMap kv_map({axis(0), axis(1), s.causal ? clamped(4, 3) : axis(4), constant(0)});
   const BackwardInputs x = backward_inputs(kb, a, q_map, kv_map, b, D, Dv);
-  const ValueId dq = kb.output({"dq", a.q.shape, DType::f32}, {1, 1, 1, b, D}, q_map);
+  // dq in the queries' dtype, accumulated in f32 scratch (splash_attention_kernel.py L1608-1610).
+  const ValueId dq = kb.output({"dq", a.q.shape, s.dtype}, {1, 1, 1, b, D}, q_map);
   const ValueId dq_acc = kb.scratch("dq_acc", {b, D}, DType::f32),
                 sc = kb.scratch("s", {b, b}, DType::f32);
   const When live = s.causal ? When{When::at_or_below, 3, 4} : When{};
@@ -204,7 +208,7 @@ std::shared_ptr<const Kernel> attention_backward_dq(const AttentionShape& s) {
                  {dq_acc, kb.dot("ds k", kb.cast("ds.bf16", ds, s.dtype, live), x.k, DType::f32,
                                  kNN, Precision::default_, live)},
                  dq_acc, live);
-  kb.copy("store dq", dq_acc, dq, {When::last, 4});
+  kb.copy("store dq", kb.cast("dq.out", dq_acc, s.dtype, {When::last, 4}), dq, {When::last, 4});
   return kb.build();
 }
 

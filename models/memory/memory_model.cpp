@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "kernels/gdn/layer.h"
 #include "models/parallel/collective_plan.h"
@@ -112,19 +113,105 @@ void saved_activations(const StepConfig& c, const LocalSizes& l, std::vector<Mem
     items.push_back({"activations saved by the remat policy", saved[1], /*on_device=*/false});
 }
 
-// A GDN layer core's backward beyond the dense working set: the peak of the HBM buffers its
-// recompute and backward programs hold live (sim/ir/liveness.h): chunk arrays, the solve's or the
-// scan's stacked residuals, f32 cotangents, lane padding (docs/kernels/gdn.md checks it against
-// the compiler's memory analysis).
-int64_t gdn_core_bytes(const StepConfig& c, const LocalSizes& l) {
-  kernels::gdn::LayerOptions o = c.gdn;
-  if (c.mesh.context > 1) o.context = context_axis(c);
-  const Program core = kernels::gdn::layer_core(gdn_shape(c, l), o);
-  return hbm_liveness(core,
-                      [](const ProgramItem& item) {
-                        return !is_forward_stage(item.stage);  // the recompute and the backward
-                      })
-      .peak_bytes;
+// A layer's backward working set: the peak of the HBM buffers its recompute and backward hold live
+// (sim/ir/liveness.h), from the buffers its ops name (models/workload/layer_program.h): the
+// recomputed activations, the GDN core's chunk arrays, stacked residuals and f32 cotangents, the
+// gradients in flight, lane padding. The saved layer input, the saved activations on device, the
+// weights and their gradient accumulators are held elsewhere (the other items).
+struct LayerBackward {
+  std::string layer;
+  Liveness live;
+};
+
+LayerBackward layer_backward(const std::string& layer, const Program& p) {
+  return {layer, hbm_liveness(p, [](const ProgramItem& item) {
+            return !is_forward_stage(item.stage);  // the recompute and the backward
+          })};
+}
+
+// `p` with its buffers renamed "<prefix><name>", and those in `links` renamed as given (layer
+// programs side by side in one block, their buffers apart but for those they pass on).
+Program renamed(const Program& p, const std::string& prefix,
+                const std::map<std::string, std::string>& links) {
+  Program out = p;
+  auto rename = [&](const std::string& b) {
+    const auto link = links.find(b);
+    return link != links.end() ? link->second : prefix + b;
+  };
+  for (ProgramItem& item : out.items) {
+    std::vector<const Kernel*> kernels;
+    if (const auto* c = std::get_if<KernelCall>(&item.what)) kernels.push_back(c->kernel.get());
+    if (const auto* l = std::get_if<Loop>(&item.what))
+      for (const auto& k : l->body) kernels.push_back(k.get());
+    for (const Kernel* k : kernels)
+      for (const auto* specs : {&k->inputs, &k->outputs})
+        for (const BlockSpec& b : *specs)
+          if (!item.buffers.count(b.array.name)) item.buffers[b.array.name] = {b.array.name};
+    for (auto& [array, buffers] : item.buffers)
+      for (std::string& b : buffers) b = rename(b);
+  }
+  return out;
+}
+
+// Qwen3-Next's decoder scans blocks of `full_attention_interval` layers (GDN layers, then full
+// attention; MaxText's inhomogeneous_layer_cycle_interval), and its compiled backward recomputes
+// a whole block before the block's backward: B1 v6e-8 main's compiled step holds, at its peak in
+// an MLP's backward, recomputed projections and SiLU outputs of several of the block's layers
+// (eight [8192, 12288] bf16 projection outputs, eight of its SiLUs; docs/compiler_import.md). So
+// the block's recomputes run first, in order, then its layers' backwards, last layer first, each
+// layer's input gradient the previous one's output gradient.
+Program block_backward(const std::vector<Program>& layers) {
+  const int n = static_cast<int>(layers.size());
+  std::vector<Program> named;
+  for (int i = 0; i < n; ++i) {
+    std::map<std::string, std::string> links;
+    if (i + 1 < n) links["layer output grad"] = fmt::format("layer {} input grad", i + 1);
+    links["layer input grad"] = fmt::format("layer {} input grad", i);
+    named.push_back(renamed(layers[i], fmt::format("layer {} ", i), links));
+  }
+  Program block;
+  for (const Program& l : named)
+    for (const ProgramItem& item : l.items)
+      if (is_recompute_stage(item.stage)) block.items.push_back(item);
+  for (int i = n - 1; i >= 0; --i)
+    for (const ProgramItem& item : named[i].items)
+      if (!is_forward_stage(item.stage) && !is_recompute_stage(item.stage))
+        block.items.push_back(item);
+  for (ProgramItem& item : block.items) item.deps.clear();  // only the order matters here
+  return block;
+}
+
+// The largest working set of the step's layer kinds (or, for Qwen3-Next, its block).
+LayerBackward largest_layer_backward(const StepConfig& c, const LocalSizes& l) {
+  const ModelConfig& m = c.model;
+  std::vector<LayerBackward> kinds;
+  if (m.full_attention_interval > 1) {
+    std::vector<Program> layers(m.full_attention_interval - 1, gdn_layer(c, l).program);
+    layers.push_back(attention_layer(c, l).program);
+    kinds.push_back(layer_backward(
+        fmt::format("a block's ({} GDN layers and an attention layer, recomputed together)",
+                    m.full_attention_interval - 1),
+        block_backward(layers)));
+  } else if (m.attention_layers() > 0) {
+    kinds.push_back(layer_backward("an attention layer's", attention_layer(c, l).program));
+  }
+  if (m.moe.dense_layers > 0) {
+    StepConfig dense = c;
+    dense.model = m.without_experts();
+    kinds.push_back(layer_backward("a dense layer's", attention_layer(dense, l).program));
+  }
+  return *std::max_element(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) {
+    return a.live.peak_bytes < b.live.peak_bytes;
+  });
+}
+
+// "q tokens 1.50 GiB, o 1.00 GiB, ...": the largest buffers live at the peak.
+std::string largest_buffers(const Liveness& live, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < std::min(count, live.at_peak.size()); ++i)
+    out += fmt::format("{}{} {:.2f} GiB", i ? ", " : "", live.at_peak[i].name,
+                       live.at_peak[i].bytes / double(1 << 30));
+  return out;
 }
 
 }  // namespace
@@ -148,8 +235,7 @@ int64_t offloaded_bytes_per_layer(const StepConfig& c, const LocalSizes& l, bool
 
 MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   const ModelConfig& m = c.model;
-  const int64_t M = l.tokens, Dqk = m.qk_head_dim(), Dv = m.v_head_dim();
-  const int64_t Et = residual_columns(c);
+  const int64_t M = l.tokens, Et = residual_columns(c);
   MemoryModel out;
   std::vector<MemoryItem>& items = out.items;
   persistent_items(c, l, Et, items);
@@ -157,19 +243,7 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   int64_t persistent = 0;
   for (const MemoryItem& it : items)
     if (it.on_device) persistent += it.bytes;
-  // The backward working set of one layer: its recomputed activations and kernel residuals.
-  // Under context parallelism the attention backward also holds the gathered keys and values
-  // (bf16) and their gradients (f32) for the whole sequence.
-  const int64_t gathered_kv =
-      c.mesh.context > 1 ? l.batch * c.seq * l.kv_heads * (Dqk + Dv) * (kBf16 + kF32) : 0;
-  const int64_t dense_ws = M * kBf16 * (4 * Et + 3 * (m.swiglu ? 2 : 1) * l.mlp) +
-                           3 * (heads_bytes(M, l.q_heads, m.query_projection_dim()) +
-                                heads_bytes(M, l.kv_heads, Dqk) + heads_bytes(M, l.kv_heads, Dv)) +
-                           (m.attention_layers() > 0 ? gathered_kv : 0);
-  const int64_t gdn_ws =
-      m.gdn_layers() > 0
-          ? dense_ws - (m.attention_layers() > 0 ? gathered_kv : 0) + gdn_core_bytes(c, l)
-          : 0;
+  const LayerBackward layer = largest_layer_backward(c, l);
   const int64_t layer_weights =
       std::max({m.attention_layer_params(), m.gdn_layers() ? m.gdn_layer_params() : 0,
                 m.moe.dense_layers ? m.without_experts().attention_layer_params() : 0}) /
@@ -188,7 +262,7 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
   // The gradient accumulators (sharded, in the weight dtype) are live through the backward layer
   // loop only: B5 #9's compiled step could not hold them beside its logits and stay within its
   // heap (docs/compiler_import.md, "What is live at the peak").
-  const int64_t backward_ws = std::max(dense_ws, gdn_ws) + sharded_params_bytes(c, c.weight_dtype);
+  const int64_t backward_ws = layer.live.peak_bytes + sharded_params_bytes(c, c.weight_dtype);
   int64_t layer_ws = backward_ws + kGatheredLayers * layer_weights;
   // XLA's scheduler keeps a gather's buffer live from its start to its use, so prefetching costs
   // a layer of HBM; the compiled C5 #14 step (over HBM with it) gathers synchronously in its
@@ -204,13 +278,10 @@ MemoryModel memory_model(const StepConfig& c, const LocalSizes& l) {
                              : "the running layer's gathered weights (gathers synchronous: the "
                                "next layer's prefetch would not fit)";
   if (layer_ws >= logits) {
-    items.push_back(
-        {m.gdn_layers() > 0 && gdn_ws >= dense_ws
-             ? fmt::format("peak: a GDN layer's backward (activations, the core's live "
-                           "HBM buffers) + the gradients + {}",
-                           gathered)
-             : fmt::format("peak: a layer's backward (activations) + the gradients + {}", gathered),
-         layer_ws});
+    items.push_back({fmt::format("peak: {} backward (its live buffers, the largest {}) + the "
+                                 "gradients + {}",
+                                 layer.layer, largest_buffers(layer.live, 3), gathered),
+                     layer_ws});
   } else {
     const std::string arrays =
         c.mesh.tensor > 1 ? "bf16 and f32, and their bf16 gradient" : "bf16 and f32";

@@ -32,7 +32,9 @@ void LayerProgram::dot(const std::string& stage, int64_t m, int64_t k, int64_t n
               {{"x", x}, {"y", y}, {"z", z}});
     return;
   }
-  const Buffers lhs{"int8 lhs"}, rhs{"int8 rhs"};
+  // A weight's quantized copy is what FSDP gathers under int8 (held elsewhere, as the weight).
+  const Buffers lhs = x.empty() ? Buffers{} : Buffers{"int8 lhs"},
+                rhs = y.empty() ? Buffers{} : Buffers{"int8 rhs"};
   fusion(stage, g == Gradient::lhs ? Fusion::quantize_stochastic : Fusion::quantize, m, k,
          {{"x", x}, {"x int8", lhs}, {"scale", lhs}});
   fusion(stage, g == Gradient::rhs ? Fusion::quantize_stochastic : Fusion::quantize, k, n,
@@ -44,8 +46,11 @@ void LayerProgram::dot(const std::string& stage, int64_t m, int64_t k, int64_t n
 void LayerProgram::dot_bwd(const std::string& stage, int64_t m, int64_t k, int64_t n,
                            const Buffers& x, const Buffers& dy, const Buffers& dx,
                            const Buffers& dw) {
-  dot(stage, m, n, k, dy, {}, dx, Gradient::lhs);
+  // dW first: then x dies before dX is written, as XLA's memory-minimising scheduler orders them
+  // (C3 #41's compiled MLP backward holds the up projections and the down projection's input
+  // gradient at its peak, not also the activation: docs/compiler_import.md).
   dot(stage, k, m, n, x, dy, dw, Gradient::rhs);
+  dot(stage, m, n, k, dy, {}, dx, Gradient::lhs);
 }
 
 void LayerProgram::weight_dot(const std::string& stage, int64_t m, int64_t k,
@@ -90,6 +95,10 @@ Buffers unless_saved(const StepConfig& c, Activation a, const std::string& name)
   const RematPolicy remat = c.layer_remat();
   if (remat.saved(a) && remat[a] != Placement::offload) return {};
   return {name};
+}
+
+Buffers in_place_of(const Buffers& up, const std::string& name) {
+  return up.empty() ? Buffers{name} : up;
 }
 
 Buffers layer_input(const StepConfig& c) {

@@ -37,7 +37,7 @@ class LayerProgram {
   // z [m, n] = x [m, k] y [k, n]; with int8 matmuls both operands are quantized first.
   void dot(const std::string& stage, int64_t m, int64_t k, int64_t n, const Buffers& x,
            const Buffers& y, const Buffers& z, Gradient g = Gradient::none);
-  // The backward of y = x W (x [m, k] named `x`, W [k, n]): dX = dY W^T and dW = x^T dY. W's
+  // The backward of y = x W (x [m, k] named `x`, W [k, n]): dW = x^T dY, then dX = dY W^T. W's
   // gradient is held elsewhere (the gradient accumulators) unless `dw` names it.
   void dot_bwd(const std::string& stage, int64_t m, int64_t k, int64_t n, const Buffers& x,
                const Buffers& dy, const Buffers& dx, const Buffers& dw = {});
@@ -72,6 +72,13 @@ RematPolicy kept_by(Pass pass, const StepConfig& c);
 Buffers unless_saved(const StepConfig& c, Activation a, const std::string& name);
 // The running layer's input: saved, on device (a persistent item) or brought back from host.
 Buffers layer_input(const StepConfig& c);
+
+// The buffer of an activation's gradient computed from `up`, the recomputed up projections of its
+// shape: `up` itself, which dies with it (XLA gives a fusion's output the buffer of an operand of
+// the same shape that dies there: C3 #41's compiled MLP backward holds three [tokens, mlp] arrays
+// at its peak, the up projections and the down projection's input gradient, not five;
+// docs/compiler_import.md), or `name` when `up` is saved, held elsewhere.
+Buffers in_place_of(const Buffers& up, const std::string& name);
 
 // A mixture of experts' MLP (models/workload/moe_layer.cpp): reads "mlp norm", writes "mlp out";
 // its backward reads "layer output grad", writes "mlp norm grad".

@@ -72,7 +72,7 @@ void mlp_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
     return;
   }
   const Buffers up = unless_saved(c, A::mlpwi_0, "mlp up"), act_grad{"mlp act grad"},
-                up_grad{"mlp up grad"};
+                up_grad = in_place_of(up, "mlp up grad");
   lp.dot_bwd("bwd: mlp", M, l.mlp, E, {"mlp act"}, kOutGrad, act_grad);
   if (c.model.swiglu)
     lp.fusion("bwd: mlp", Fusion::swiglu_bwd, M, l.mlp,
@@ -167,24 +167,23 @@ void mla_projections_backward(LayerProgram& lp, const StepConfig& c, const Local
 }
 
 // The attention kernels' arrays as the layer's buffers. Under context parallelism the keys and
-// values are gathered for the whole sequence, and their gradients reduce-scattered back: those
-// buffers are counted apart (memory_model.cpp).
+// values are gathered for the kernel's key length (attention_shape) and their gradients are f32
+// of that length until they are reduce-scattered.
 BufferMap attention_buffers(const StepConfig& c, bool backward) {
   const Projections in = projections(c);
-  const bool cp = c.mesh.context > 1;
-  const Buffers kv = cp ? Buffers{} : in.kv;
-  BufferMap m{{"q", in.q}, {"k", kv}, {"v", kv}, {"lse", unless_saved(c, A::context, "lse")}};
+  const Buffers kv = c.mesh.context > 1 ? Buffers{"gathered kv"} : in.kv;
   const Buffers context = unless_saved(c, A::context, "context");
-  if (!backward) {
-    m["o"] = context;
-    return m;
-  }
-  m["o"] = context;
+  BufferMap m{{"q", in.q},
+              {"k", kv},
+              {"v", kv},
+              {"o", context},
+              {"lse", unless_saved(c, A::context, "lse")}};
+  if (!backward) return m;
   m["do"] = {"context grad"};
   m["di"] = {};  // one f32 per query row
   m["dq"] = {"dq"};
-  m["dk"] = cp ? Buffers{} : Buffers{"dk"};
-  m["dv"] = cp ? Buffers{} : Buffers{"dv"};
+  m["dk"] = {"dk"};
+  m["dv"] = {"dv"};
   return m;
 }
 

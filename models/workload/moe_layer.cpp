@@ -37,6 +37,9 @@ MoeSizes moe_sizes(const StepConfig& c, const LocalSizes& l) {
   return s;
 }
 
+// The permutations and weighted sums around the experts are modelled as residual adds of the
+// permuted rows (a gather, a scatter-add); their other operands are not the sizes of those adds,
+// so they are read as parts (sized by their own writers) or not at all.
 const Buffers kNorm{"mlp norm"}, kRouter{"router weights"}, kOutGrad{"layer output grad"},
     kNormGrad{"mlp norm grad"};
 
@@ -56,7 +59,7 @@ void moe_experts_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes
     const int64_t R = s.experts * s.rows;
     // permute: gather the token copies by expert
     lp.fusion(stage, Fusion::residual_add, R, E,
-              {{"x", kNorm}, {"r", kRouter}, {"y", {"permuted"}}});
+              {{"x", {"mlp norm", "router weights"}}, {"r", {}}, {"y", {"permuted"}}});
     if (up) {
       lp.reads(stage, s.experts * E * 2 * s.width);
       lp.grouped_matmul(stage, R, E, 2 * s.width, {"permuted"}, {}, expert_up);
@@ -69,12 +72,12 @@ void moe_experts_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes
     }
     // unpermute and the routing-weighted sum
     lp.fusion(stage, Fusion::residual_add, R, E,
-              {{"x", expert_out}, {"r", kRouter}, {"y", {"mlp out"}}});
+              {{"x", expert_out}, {"r", {}}, {"y", {"mlp out"}}});
   } else if (s.capacity > 0) {
     const int64_t slots = l.batch * c.model.moe.experts * s.capacity;
     const Buffers mask{"dispatch mask"};
     lp.fusion(stage, Fusion::residual_add, M, c.model.moe.experts * s.capacity,
-              {{"x", kRouter}, {"r", kRouter}, {"y", mask}});
+              {{"x", {}}, {"r", {}}, {"y", mask}});
     lp.dot(stage, slots, l.seq, E, mask, kNorm, {"dispatched"});  // "BSM,BSEC -> EBCM" over S
     if (up) {
       lp.reads(stage, s.experts * E * 2 * s.width);
@@ -97,7 +100,7 @@ void moe_experts_forward(LayerProgram& lp, const StepConfig& c, const LocalSizes
       lp.dot(stage, M * s.experts, s.width, E, act, {}, expert_out);
     }
     lp.fusion(stage, Fusion::residual_add, M * s.experts, E,  // the weighted sum
-              {{"x", expert_out}, {"r", kRouter}, {"y", {"mlp out"}}});
+              {{"x", expert_out}, {"r", {}}, {"y", {"mlp out"}}});
   }
 }
 
@@ -106,7 +109,8 @@ void moe_experts_backward(LayerProgram& lp, const StepConfig& c, const LocalSize
   const MoeSizes s = moe_sizes(c, l);
   const std::string stage = "bwd: moe";
   const Buffers expert_up = unless_saved(c, A::mlpwi_0, "expert up"), act{"expert act"},
-                out_grad{"expert out grad"}, act_grad{"expert act grad"}, up_grad{"expert up grad"};
+                out_grad{"expert out grad"}, act_grad{"expert act grad"},
+                up_grad = in_place_of(expert_up, "expert up grad");
   const BufferMap swiglu_bwd{{"gate", expert_up},
                              {"up", expert_up},
                              {"dh", act_grad},
@@ -115,14 +119,14 @@ void moe_experts_backward(LayerProgram& lp, const StepConfig& c, const LocalSize
   if (c.moe_sparse_matmul) {
     const int64_t R = s.experts * s.rows;
     lp.fusion(stage, Fusion::residual_add, R, E,
-              {{"x", kOutGrad}, {"r", kRouter}, {"y", out_grad}});
+              {{"x", {"layer output grad", "router weights"}}, {"r", {}}, {"y", out_grad}});
     lp.grouped_matmul(stage, R, E, s.width, out_grad, {}, act_grad);  // dX of the down projection
     lp.grouped_matmul(stage, s.experts * s.width, s.rows, E, act, out_grad, {});  // its dW (tgmm)
     lp.fusion(stage, Fusion::swiglu_bwd, R, s.width, swiglu_bwd);
     lp.grouped_matmul(stage, R, 2 * s.width, E, up_grad, {}, {"permuted grad"});
     lp.grouped_matmul(stage, s.experts * E, s.rows, 2 * s.width, {"permuted"}, up_grad, {});
     lp.fusion(stage, Fusion::residual_add, R, E,
-              {{"x", {"permuted grad"}}, {"r", kRouter}, {"y", kNormGrad}});
+              {{"x", {"permuted grad"}}, {"r", {}}, {"y", {"mlp norm grad", "permuted grad"}}});
   } else if (s.capacity > 0) {
     const int64_t slots = l.batch * c.model.moe.experts * s.capacity;
     const Buffers mask{"dispatch mask"}, mask_grad{"dispatch mask grad"};
@@ -133,7 +137,7 @@ void moe_experts_backward(LayerProgram& lp, const StepConfig& c, const LocalSize
     lp.dot_bwd(stage, slots, l.seq, E, mask, {"dispatched grad"}, mask_grad, kNormGrad);
   } else {
     lp.fusion(stage, Fusion::residual_add, M * s.experts, E,
-              {{"x", kOutGrad}, {"r", kRouter}, {"y", out_grad}});
+              {{"x", {"layer output grad", "router weights"}}, {"r", {}}, {"y", out_grad}});
     lp.dot_bwd(stage, M * s.experts, s.width, E, act, out_grad, act_grad);
     lp.fusion(stage, Fusion::swiglu_bwd, M * s.experts, s.width, swiglu_bwd);
     lp.dot_bwd(stage, M, E, 2 * s.experts * s.width, kNorm, up_grad, kNormGrad);
@@ -165,15 +169,16 @@ void moe_backward(LayerProgram& lp, const StepConfig& c, const LocalSizes& l) {
   const int64_t M = l.tokens, E = c.model.d_model;
   moe_experts_backward(lp, c, l);
   if (const int64_t w = c.model.moe.shared * moe_sizes(c, l).width) {
-    const Buffers up = unless_saved(c, A::mlpwi_0, "shared up");
+    const Buffers up = unless_saved(c, A::mlpwi_0, "shared up"),
+                  up_grad = in_place_of(up, "shared up grad");
     lp.dot_bwd("bwd: moe", M, w, E, {"shared act"}, kOutGrad, {"shared act grad"});
     lp.fusion("bwd: moe", Fusion::swiglu_bwd, M, w,
               {{"gate", up},
                {"up", up},
                {"dh", {"shared act grad"}},
-               {"dup", {"shared up grad"}},
-               {"dgate", {"shared up grad"}}});
-    lp.dot_bwd("bwd: moe", M, E, 2 * w, kNorm, {"shared up grad"}, kNormGrad);
+               {"dup", up_grad},
+               {"dgate", up_grad}});
+    lp.dot_bwd("bwd: moe", M, E, 2 * w, kNorm, up_grad, kNormGrad);
   }
   lp.dot_bwd("bwd: moe", M, E, c.model.moe.experts, kNorm, kRouter, kNormGrad);
 }
