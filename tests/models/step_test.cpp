@@ -539,6 +539,27 @@ StepConfig fsdp_step(const char* chip, const char* model, int64_t chips, int64_t
   return c;
 }
 
+// Qwen3-Next's backward recomputes a block of four layers (three GDN layers and an attention
+// layer) before their backwards, so the peak holds the first layers' recomputed activations while
+// the last layer's MLP runs: the largest live buffers are the four layers' MLP up projections, the
+// earliest layer's first. At a sixteenth of the vocabulary per tile the loss is not the peak.
+TEST(Memory, Qwen3NextHoldsAWholeBlocksRecompute) {
+  StepConfig c = fsdp_step("v5e", "qwen3-next-dense-8b", 256, 4096, 1);
+  c.vocab_tiles = 16;
+  const StepPrediction p = predict_memory(c);
+  EXPECT_EQ(p.memory.back().what.rfind("peak: a block's (3 GDN layers and an attention layer, "
+                                       "recomputed together) backward (its live buffers, the "
+                                       "largest layer 0 mlp up",
+                                       0),
+            0u)
+      << p.memory.back().what;
+  // Each [4096 tokens, 2 x 12288] bf16: 192 MiB.
+  EXPECT_NE(p.memory.back().what.find("layer 0 mlp up 0.19 GiB, layer 1 mlp up 0.19 GiB, layer 2 "
+                                      "mlp up 0.19 GiB"),
+            std::string::npos)
+      << p.memory.back().what;
+}
+
 // A gather advances only while an XLA dot fusion carries it. The tiny layer projects q, k and v
 // in one dot (three reads of one op, a third each), then runs RoPE (XLA, no dot) and the
 // attention kernel (Pallas) before the output projection: the value's window is the last third
