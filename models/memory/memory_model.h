@@ -1,10 +1,11 @@
 // Peak HBM per chip of a training step: the persistent state (parameters, gradients and AdamW
 // moments, sharded; the saved layer inputs; the activations the remat policy keeps, on device or
-// offloaded to host), then the largest working set of the step (a layer's backward with its
-// gathered weights, or the logits and their gradient). A layer's backward holds the running
-// layer's gathered weights and the next one's, prefetched, unless that does not fit HBM and
-// holding the running layer's alone does: then, as the compiled C5 #14 step does, the backward's
-// gathers are not prefetched but synchronous.
+// offloaded to host), then the largest working set of the step: a layer's backward (the peak of
+// the buffers its program holds live, sim/ir/liveness.h; Qwen3-Next's block of four layers,
+// recomputed together) with the gradients and its gathered weights, or the logits. A layer's
+// backward holds the running layer's gathered weights and the next one's, prefetched, unless
+// that does not fit HBM and holding the running layer's alone does: then, as the compiled C5 #14
+// step does, the backward's gathers are not prefetched but synchronous.
 #pragma once
 #include <cstdint>
 #include <string>
