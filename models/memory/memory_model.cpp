@@ -139,11 +139,7 @@ Program renamed(const Program& p, const std::string& prefix,
     return link != links.end() ? link->second : prefix + b;
   };
   for (ProgramItem& item : out.items) {
-    std::vector<const Kernel*> kernels;
-    if (const auto* c = std::get_if<KernelCall>(&item.what)) kernels.push_back(c->kernel.get());
-    if (const auto* l = std::get_if<Loop>(&item.what))
-      for (const auto& k : l->body) kernels.push_back(k.get());
-    for (const Kernel* k : kernels)
+    for (const Kernel* k : kernels_of(item))
       for (const auto* specs : {&k->inputs, &k->outputs})
         for (const BlockSpec& b : *specs)
           if (!item.buffers.count(b.array.name)) item.buffers[b.array.name] = {b.array.name};

@@ -45,10 +45,7 @@ Program carrying_gathers(Program p, int64_t devices) {
 
 // Whether an item can carry a gather's ring steps (step.h, GatherWindows).
 bool carries(const ProgramItem& item) {
-  if (const auto* call = std::get_if<KernelCall>(&item.what)) return xla_dots(*call->kernel) > 0;
-  if (const auto* loop = std::get_if<Loop>(&item.what))
-    return std::ranges::any_of(loop->body, [](const auto& k) { return xla_dots(*k) > 0; });
-  return false;
+  return std::ranges::any_of(kernels_of(item), [](const Kernel* k) { return xla_dots(*k) > 0; });
 }
 
 }  // namespace

@@ -80,12 +80,8 @@ Liveness hbm_liveness(const Program& p, const std::function<bool(const ProgramIt
   for (int j = static_cast<int>(items.size()) - 1; j >= 0; --j) {
     read_after[j] = read_after[j + 1];
     const ProgramItem& item = p.items[items[j]];
-    auto note = [&](const Kernel& k) {
-      for (const auto& [n, bytes] : kernel_use(k, item.buffers).reads) read_after[j].insert(n);
-    };
-    if (const auto* c = std::get_if<KernelCall>(&item.what)) note(*c->kernel);
-    if (const auto* l = std::get_if<Loop>(&item.what))
-      for (const auto& k : l->body) note(*k);
+    for (const Kernel* k : kernels_of(item))
+      for (const auto& [n, bytes] : kernel_use(*k, item.buffers).reads) read_after[j].insert(n);
   }
   // One span per value: a write that does not read the name (not in place) starts a new value.
   struct Span {

@@ -14,6 +14,14 @@ void check_deps(const Program& p, const std::string& name, const std::vector<int
 }
 }  // namespace
 
+std::vector<const Kernel*> kernels_of(const ProgramItem& item) {
+  std::vector<const Kernel*> out;
+  if (const auto* c = std::get_if<KernelCall>(&item.what)) out.push_back(c->kernel.get());
+  if (const auto* l = std::get_if<Loop>(&item.what))
+    for (const auto& k : l->body) out.push_back(k.get());
+  return out;
+}
+
 bool is_forward_stage(const std::string& stage) { return stage.rfind("fwd", 0) == 0; }
 bool is_recompute_stage(const std::string& stage) { return stage.rfind("remat", 0) == 0; }
 

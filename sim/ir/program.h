@@ -63,6 +63,9 @@ struct ProgramItem {
   std::map<std::string, std::vector<std::string>> buffers;
 };
 
+// The kernels an item runs: its call's, or its loop's body (a collective runs none).
+std::vector<const Kernel*> kernels_of(const ProgramItem& item);
+
 // Stage labels of a training step's programs begin with the pass they run in: "fwd: ...",
 // "remat: ..." (the recompute) or "bwd: ...".
 bool is_forward_stage(const std::string& stage);
