@@ -14,6 +14,7 @@
 #include "app/hlo_pallas_calls.h"
 #include "app/hlo_work.h"
 #include "app/program_import.h"
+#include "app/vliw_floors.h"
 #include "sim/error.h"
 #include "sim/text_file.h"
 
@@ -441,7 +442,7 @@ HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kern
   return Importer(module, pallas_kernels, kernel_of_call).run();
 }
 
-HloProgram import_hlo(const std::string& path) {
+HloProgram import_hlo(const std::string& path, bool vliw_floors) {
   const bool dir = fs::is_directory(path);
   nlohmann::json compile;
   std::string hlo_file = path;
@@ -484,6 +485,7 @@ HloProgram import_hlo(const std::string& path) {
       if (k.contains("instruction") && k.contains("name"))
         kernel_of_call[k["instruction"].get<std::string>()] = k["name"].get<std::string>();
   HloProgram p = import_hlo_module(load_hlo(hlo_file), pallas, kernel_of_call);
+  if (vliw_floors) p.vliw_floored_kernels = apply_recorded_vliw_floors(p.program, compile, path);
   p.path = path;
   p.compile = compile;
   if (!compile.is_null()) p.chip = chip_of_device_kind(compile.value("device_kind", ""));

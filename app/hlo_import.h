@@ -42,6 +42,8 @@ struct HloProgram {
   // The TPU compiler's own cost model: estimated_cycles (at the compiled chip's clock) of each
   // fusion or op it estimated, by the kernel's name; custom calls and Pallas kernels have none.
   std::map<std::string, int64_t> estimated_cycles;
+  // Kernels given the compiled VLIW schedule's length as a floor (app/vliw_floors.h).
+  int vliw_floored_kernels = 0;
 };
 
 // Seconds of a run the compiler's cost model estimates, beside tpusim's for the same kernels.
@@ -54,7 +56,8 @@ struct CompilerEstimate {
 
 // `path`: a directory written by `python -m tpusim_jax compile`, a step record of `compile-step`
 // (its JSON, naming its .hlo.gz), or a file of HLO text.
-HloProgram import_hlo(const std::string& path);
+// `vliw_floors`: give each XLA op its recorded VLIW schedule length as a floor (app/vliw_floors.h).
+HloProgram import_hlo(const std::string& path, bool vliw_floors = false);
 // `kernel_of_call`: a Pallas custom call's instruction name -> its kernel's name (compile.json);
 // without an entry the name is read from the op_name (".../NAME/pallas_call").
 HloProgram import_hlo_module(const HloModule& module, const Program& pallas_kernels,

@@ -27,6 +27,8 @@ Rgb cause_colour(Cause c) {
       return {121, 112, 110};
     case Cause::idle:
       return {90, 90, 90};
+    case Cause::vliw_schedule:
+      return {114, 183, 178};
   }
   return {0, 0, 0};
 }

@@ -51,6 +51,12 @@ CauseText text_of(Cause c) {
           "this TensorCore done while the other still works: the grid splits unevenly over "
           "the two cores",
           "a leading parallel grid axis the cores split evenly"};
+    case Cause::vliw_schedule:
+      return {
+          "the compiled program's VLIW schedule (libtpu's bundles) is longer than the work of "
+          "the units modelled: vector work the model does not count (a dot's result pops and "
+          "accumulation, a layout change, a scatter)",
+          "fuse less vector work into the dot, or keep layouts that need no shuffles"};
     default:
       return {"", ""};
   }

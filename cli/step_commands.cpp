@@ -51,6 +51,14 @@ void print_compiled(const HloProgram& h, const RunResult& r) {
         100 * (e.tpusim_s - e.compiler_s) / e.compiler_s, e.not_estimated_s * 1e3,
         (r.time_s - e.tpusim_s + e.compiler_s) * 1e3);
   }
+  if (h.vliw_floored_kernels > 0) {
+    const double added =
+        static_cast<double>(r.time[static_cast<int>(Cause::vliw_schedule)]) / r.cycles * r.time_s;
+    std::cout << fmt::format(
+        "the compiled VLIW schedule as a floor ({}): {} kernels, {:.3f} "
+        "ms added where it is longer than the units modelled\n",
+        h.compile["vliw_floors"].value("source", "?"), h.vliw_floored_kernels, added * 1e3);
+  }
   if (h.compile.is_null()) return;
   const nlohmann::json& m = h.compile["memory"];
   auto mib = [&](const char* k) { return m.value(k, int64_t{0}) / double(1 << 20); };
@@ -141,7 +149,7 @@ void run_scenario(const Scenario& sc, const Outputs& out, bool simulate_anyway) 
 Command run_command(CLI::App& app) {
   struct Args {
     std::string file, json, trace, program, hlo, chip;
-    bool simulate_anyway = false;
+    bool simulate_anyway = false, vliw_floors = false;
     Outputs out;
   };
   auto a = std::make_shared<Args>();
@@ -159,6 +167,11 @@ Command run_command(CLI::App& app) {
                 "chip for --program / --hlo (default: the compile's device, else v5e)");
   c->add_flag("--simulate-anyway", a->simulate_anyway,
               "time a step that does not fit HBM (by default only its memory is reported)");
+  c->add_flag(
+       "--vliw-floors", a->vliw_floors,
+       "with --hlo: each XLA op lasts at least its VLIW schedule as the compile recorded it "
+       "(--vliw-floors of python -m tpusim_jax compile; an estimate, docs/compiler_import.md)")
+      ->needs(hlo);
   a->out.add_to(c);
   program->excludes(hlo);
   return {
@@ -167,7 +180,7 @@ Command run_command(CLI::App& app) {
           if (!a->file.empty())
             throw Error("run: give a scenario file, --program or --hlo, not several");
           if (!a->hlo.empty()) {
-            const HloProgram h = import_hlo(a->hlo);
+            const HloProgram h = import_hlo(a->hlo, a->vliw_floors);
             const std::string chip = !a->chip.empty() ? a->chip : h.chip.empty() ? "v5e" : h.chip;
             const RunResult r =
                 run_and_report(load_chip(chip), h.program,

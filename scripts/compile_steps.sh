@@ -33,7 +33,7 @@ compile() {  # scenario, the MaxText script of its run
   flags=$(flags_of "$2")
   # shellcheck disable=SC2086
   (cd python && LIBTPU_INIT_ARGS="$flags" JAX_PLATFORMS=cpu ../.venv/bin/python -m \
-    tpusim_jax compile-step $args -o "../$out/$stem.json" --hlo "../$out/$stem.hlo.gz")
+    tpusim_jax compile-step $args -o "../$out/$stem.json" --hlo "../$out/$stem.hlo.gz" --vliw-floors)
   # The scenario names its compiled step, once (as scripts/compile_scenarios.sh does).
   if ! grep -q "^compiled:" "$1"; then
     awk -v line="compiled: ../../compiled/steps/$stem.json" \

@@ -18,5 +18,9 @@ $py -m tpusim_jax compile python/examples/gdn_scan.py:scan_fwd --topology v5e:2x
 # A dot and an elementwise tail in one fusion.
 $py -m tpusim_jax compile python/tests/kernels_for_tests.py:dot_tanh --topology v5e:2x2 \
   --arg x=256x512:bf16 --arg y=512x256:bf16 -o "$out/dot_tanh"
+# The GDN layer's q/k head repeat and L2 norm at C1's shape, forward and backward, with each op's
+# VLIW schedule length recorded as its floor.
+$py -m tpusim_jax compile python/examples/gdn_qk_repeat.py:repeat_l2norm_train --topology v5e:2x2 \
+  --arg q=1x4096x16x128:bf16 --arg g=1x4096x32x128:bf16 --vliw-floors -o "$out/qk_repeat"
 # The Mosaic dumps are large and not read by the tests.
 rm -rf "$out"/*/mosaic

@@ -91,6 +91,10 @@ def main(argv: list[str]) -> int:
                     help="MaxText keys (`tpusim export maxtext SCENARIO` prints a scenario's)")
     st.add_argument("-o", "--output", required=True, metavar="FILE.json")
     st.add_argument("--hlo", metavar="FILE", help="also write the optimized HLO there")
+    for sp in (co, st):
+        sp.add_argument("--vliw-floors", action="store_true",
+                        help="record each op's VLIW schedule length from libtpu's final bundles "
+                             "(tpusim's import takes it as a floor on the op's time)")
     pr = sub.add_parser("profile", help="run MODULE:FUNCTION under jax.profiler on this "
                                          "machine's device and keep its Perfetto trace")
     function_args(pr)
@@ -164,7 +168,8 @@ def compile_to(fn, fn_args, args) -> int:
     out = os.path.abspath(args.output)
     scratch = tempfile.mkdtemp(prefix=os.path.basename(out) + ".", dir=os.path.dirname(out))
     try:
-        result = compile_for_topology(fn, fn_args, args.topology, scratch, args.function)
+        result = compile_for_topology(fn, fn_args, args.topology, scratch, args.function,
+                                      args.vliw_floors)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
@@ -182,7 +187,7 @@ def compile_to(fn, fn_args, args) -> int:
 def compile_step_to(args) -> int:
     from tpusim_jax.compile_step import compile_train_step
     try:
-        result = compile_train_step(args.overrides, args.hlo)
+        result = compile_train_step(args.overrides, args.hlo, args.vliw_floors)
     except ExportError as e:
         print(f"tpusim_jax: error: {e}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ import re
 import shutil
 from importlib import metadata
 
+from tpusim_jax.bundles import BundleDump, floors
 from tpusim_jax.export import ExportError, collect_kernels
 
 FORMAT = "tpusim-compile"
@@ -316,9 +317,20 @@ def cost_summary(compiled) -> dict[str, float]:
                                         "optimal_seconds") if k in cost}
 
 
-def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: str) -> dict:
+def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: str,
+                         vliw_floors: bool = False) -> dict:
     """Compiles `fn` on `args` (name, ShapeDtypeStruct) for one chip of the topology; writes
-    DIR/optimized.hlo and DIR/compile.json and returns the latter's content."""
+    DIR/optimized.hlo and DIR/compile.json and returns the latter's content; with `vliw_floors`
+    the record holds each op's VLIW schedule length (bundles.py)."""
+    bundles = BundleDump() if vliw_floors else None
+    try:
+        return _compile_for_topology(fn, args, topology_name, out_dir, function, bundles)
+    finally:
+        if bundles:
+            bundles.close()
+
+
+def _compile_for_topology(fn, args, topology_name, out_dir, function, bundles) -> dict:
     import jax
     from jax.sharding import SingleDeviceSharding
 
@@ -349,6 +361,9 @@ def compile_for_topology(fn, args, topology_name: str, out_dir: str, function: s
         "cost": cost,
         "hlo": "optimized.hlo",
     }
+    if bundles:
+        result["vliw_floors"] = floors(bundles.dir, hlo, device.device_kind,
+                                       result["versions"]["libtpu"])
     # The Pallas kernels as tpusim programs, for the HLO import to resolve the custom calls.
     result["kernels_program"] = None
     names = []

@@ -11,6 +11,7 @@ import re
 import shutil
 import tempfile
 
+from tpusim_jax.bundles import BundleDump, floors
 from tpusim_jax.export import ExportError, collect_kernels
 from tpusim_jax.gdn_kernel_rule import GDN_KERNELS
 from tpusim_jax.step_overrides import config_int, parse_overrides, topology_for
@@ -26,9 +27,11 @@ _OOM = re.compile(r"Ran out of memory in memory space (?:hbm|host)[^\n]*|RESOURC
                   r"exceed memory \(size=\d+\)[^\n]*\.host[^\n]*", re.IGNORECASE)
 
 
-def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dict:
+def compile_train_step(overrides: list[str], hlo_path: str | None = None,
+                       vliw_floors: bool = False) -> dict:
     """Compiles the step of MaxText's command line `overrides` for its compile_topology; returns
-    the compiler's memory analysis, or its out-of-memory verdict (`fits` false, its message)."""
+    the compiler's memory analysis, or its out-of-memory verdict (`fits` false, its message);
+    with `vliw_floors` also each op's VLIW schedule length (bundles.py)."""
     import jax
     from tpusim_jax.compile import buffer_dump_flag, versions
 
@@ -50,10 +53,13 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
                 flags + " --xla_tpu_spmd_rng_bit_generator_unsafe=true").strip()
     dump = tempfile.mkdtemp(prefix="tpusim_buffers_")
     xla_flags = os.environ.get("XLA_FLAGS")
+    bundles = BundleDump() if vliw_floors else None
     try:
         buffer_dump_flag(dump)
-        return _compile_step(config, overrides, name, slices, hlo_path, dump)
+        return _compile_step(config, overrides, name, slices, hlo_path, dump, bundles)
     finally:
+        if bundles:
+            bundles.close()
         shutil.rmtree(dump, ignore_errors=True)
         if xla_flags is None:
             os.environ.pop("XLA_FLAGS", None)
@@ -61,7 +67,7 @@ def compile_train_step(overrides: list[str], hlo_path: str | None = None) -> dic
             os.environ["XLA_FLAGS"] = xla_flags
 
 
-def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
+def _compile_step(config, overrides, name, slices, hlo_path, dump, bundles=None) -> dict:
     import jax
     from tpusim_jax.compile import cost_summary, hbm_buffers, memory_summary, topology, versions
 
@@ -70,9 +76,11 @@ def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
     result = {"format": STEP_FORMAT, "version": 1, "maxtext_args": overrides, "topology": name,
               "device_kind": devices[0].device_kind, "chips": len(devices) // slices,
               "slices_compiled": slices, "versions": versions()}
-    # The compiler's flags decide its schedule (async collective fusion, windowed einsums).
-    if os.environ.get("LIBTPU_INIT_ARGS"):
-        result["libtpu_init_args"] = os.environ["LIBTPU_INIT_ARGS"]
+    # The compiler's flags decide its schedule (async collective fusion, windowed einsums); the
+    # run's own, without the bundles dump's.
+    flags = bundles.flags if bundles else os.environ.get("LIBTPU_INIT_ARGS")
+    if flags:
+        result["libtpu_init_args"] = flags
     with jax.default_device(devices[0]):
         lowered = step.lower(*args)
         try:
@@ -87,11 +95,15 @@ def _compile_step(config, overrides, name, slices, hlo_path, dump) -> dict:
     buffers = hbm_buffers(dump)
     if buffers:  # XLA's buffer assignment: its heap and largest HBM slots
         result["buffers"] = buffers
+    hlo = compiled.as_text()
+    if bundles:
+        result["vliw_floors"] = floors(bundles.dir, hlo, result["device_kind"],
+                                       result["versions"]["libtpu"])
     if hlo_path:
         # A .gz path is written compressed; the result names the file (beside it) for tpusim.
         opener = gzip.open if hlo_path.endswith(".gz") else open
         with opener(hlo_path, "wt") as f:
-            f.write(compiled.as_text())
+            f.write(hlo)
         result["hlo"] = os.path.basename(hlo_path)
         if config["gdn_build"] != "main":
             # The GDN kernels as tpusim programs, for the import to resolve their custom calls

@@ -188,6 +188,11 @@ struct Kernel {
   // carrying fusions the kernel stands for: before its work it runs a scalar loop over them (the
   // chip's async_collective_setup_cycles_per_device each).
   int64_t carried_group = 0;
+  // The length of the compiled program's own VLIW schedule for this kernel, in cycles (libtpu's
+  // final bundles, each loop body times its trips, or its busiest MXU's pushes if longer; 0:
+  // unknown): a floor on its time, which the units modelled here may not reach (docs/
+  // compiler_import.md, "The VLIW schedule as a floor").
+  int64_t vliw_floor_cycles = 0;
 
   int64_t grid_steps() const;  // saturates at INT64_MAX
   DotShape dot_shape(const Op& op) const;

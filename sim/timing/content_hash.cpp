@@ -111,11 +111,11 @@ void Hasher::operator()(const Op& op) {
 
 }  // namespace
 
-static_assert(field_count<Kernel>() == 11, "Kernel changed: hash the new field");
+static_assert(field_count<Kernel>() == 12, "Kernel changed: hash the new field");
 Digest content_hash(const Kernel& k) {
   Hasher h;
   h(k.name), h(k.origin), h(k.grid), h(k.semantics), h(k.inputs), h(k.outputs), h(k.scratch);
-  h(k.values), h(k.body), h(k.vmem_limit_bytes), h(k.carried_group);
+  h(k.values), h(k.body), h(k.vmem_limit_bytes), h(k.carried_group), h(k.vliw_floor_cycles);
   return h.digest();
 }
 

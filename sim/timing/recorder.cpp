@@ -90,6 +90,8 @@ std::string_view name(Cause c) {
       return "dispatch";
     case Cause::idle:
       return "idle";
+    case Cause::vliw_schedule:
+      return "vliw_schedule";
   }
   return "?";
 }

@@ -24,8 +24,9 @@ enum class Cause : uint8_t {
   collective,      // waiting for a collective on ICI/DCN
   dispatch,        // host dispatch of the program
   idle,            // the other TensorCore of a megacore chip is still working
+  vliw_schedule,   // the compiled VLIW schedule is longer than the modelled units' work
 };
-inline constexpr int kNumCauses = 9;
+inline constexpr int kNumCauses = 10;
 std::string_view name(Cause c);
 
 enum class UnitKind : uint8_t { scalar, mxu, vpu, eup, dma, hbm, ici };
@@ -71,10 +72,10 @@ struct KernelStats {
 // One program item as it ran.
 struct ItemResult {
   std::string name;
-  std::string stage;   // its stage label (or its name)
-  int kernel = -1;     // index into RunResult::kernels of its (first) kernel, -1 if none
-  int64_t start = 0;   // the cycle it started
-  int64_t cycles = 0;  // from its start to its end
+  std::string stage;      // its stage label (or its name)
+  int kernel = -1;        // index into RunResult::kernels of its (first) kernel, -1 if none
+  int64_t start = 0;      // the cycle it started
+  int64_t cycles = 0;     // from its start to its end
   std::vector<int> deps;  // the items it waited for (ProgramItem::deps)
 };
 

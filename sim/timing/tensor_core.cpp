@@ -156,6 +156,10 @@ void TensorCore::begin(const CoreWork& work, KernelCounters* counters, int64_t n
   clock_ = now;
   steps_ = 0;
   const Kernel& k = *work.kernel;
+  // A core running a share of a split grid runs that share of the schedule.
+  const int64_t share_of = work.split_axis >= 0 ? k.grid[work.split_axis] : 1;
+  const int64_t share = work.split_axis >= 0 ? work.hi - work.lo : 1;
+  floor_ = now + k.vliw_floor_cycles * share / share_of;
   prepare(k);
   const size_t nin = k.inputs.size(), nout = k.outputs.size();
   at_.g.assign(k.grid.size(), 0);
@@ -248,6 +252,7 @@ void TensorCore::resume() {
         for (const auto& slots : out_slot_free_)
           for (int64_t t : slots) drained = std::max(drained, t);
         wait_until(Cause::dma_wait, drained);
+        wait_until(Cause::vliw_schedule, floor_);
         point_ = Point::done;
         return;
       }

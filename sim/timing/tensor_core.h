@@ -135,6 +135,7 @@ class TensorCore : public sc_core::sc_module {
   KernelCounters* counters_ = nullptr;
   Point point_ = Point::done;
   int64_t clock_ = 0;  // cycles; never behind SystemC time
+  int64_t floor_ = 0;  // the call may not end before this (the compiled schedule's length)
   int64_t steps_ = 0;  // steps begun
   Cursor at_;
   std::vector<int64_t> in_ready_, in_next_ready_, out_blocks_;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/hlo_work.h"
+#include "app/vliw_floors.h"
 #include "models/chip_loader.h"
 #include "sim/timing/engine.h"
 #include "tests/error_of.h"
@@ -17,6 +18,8 @@ namespace tpusim {
 namespace {
 
 using testing::error_of;
+
+int64_t time_of(const RunResult& r, Cause c) { return r.time[static_cast<int>(c)]; }
 
 const std::string kData = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/hlo/";
 
@@ -180,6 +183,55 @@ TEST(HloImport, TheCompilersCostModelIsReadBesideTheSimulation) {
   for (const KernelStats& k : rm.kernels)
     looped = looped || (main.estimated_cycles.count(k.name) && k.calls == 2);
   EXPECT_TRUE(looped);
+}
+
+// qk_repeat was compiled with --vliw-floors: each of its 14 XLA ops has its final bundles' length
+// as a floor. The repeat's broadcast writes its output in VMEM, which the import's units do in
+// 221 cycles of step overhead, but its schedule is 73,614 cycles (tests/jax/vliw_floors.sh
+// re-derives it): each floored call lasts max(its units' time, the floor).
+TEST(HloImport, TheCompiledScheduleIsAFloorOnEachOp) {
+  const HloProgram p = import_hlo(kData + "qk_repeat", true);
+  EXPECT_EQ(p.vliw_floored_kernels, 14);
+  const auto floors = vliw_floors_of(p.compile, "qk_repeat");
+  EXPECT_EQ(floors.at("broadcast.12"), 73614);
+  Program bare = p.program;
+  for (ProgramItem& item : bare.items)
+    if (auto* call = std::get_if<KernelCall>(&item.what)) {
+      auto k = std::make_shared<Kernel>(*call->kernel);
+      k->vliw_floor_cycles = 0;
+      call->kernel = k;
+    }
+  const ChipSpec chip = load_chip("v5e");
+  const RunResult floored = simulate(chip, p.program), unfloored = simulate(chip, bare);
+  std::map<std::string, int64_t> own;
+  for (const KernelStats& k : unfloored.kernels) own[k.name] = k.cycles / k.calls;
+  int raised = 0;
+  for (const KernelStats& k : floored.kernels) {
+    const auto f = floors.find(k.name);
+    const int64_t expected = f == floors.end() ? own[k.name] : std::max(own[k.name], f->second);
+    EXPECT_EQ(k.cycles / k.calls, expected) << k.name;
+    raised += f != floors.end() && f->second > own[k.name];
+  }
+  EXPECT_EQ(own["broadcast.12"], 221);
+  EXPECT_GT(raised, 5);
+  EXPECT_GT(time_of(floored, Cause::vliw_schedule), 0);
+  EXPECT_EQ(time_of(unfloored, Cause::vliw_schedule), 0);
+}
+
+TEST(HloImport, BadFloorsAreOneErrorNamingTheFile) {
+  const auto bad = nlohmann::json::parse(R"({"vliw_floors": {"cycles": {"fusion": -3}}})");
+  EXPECT_EQ(error_of([&] { vliw_floors_of(bad, "r.json"); }),
+            "r.json: vliw_floors: 'fusion' is not a count of cycles");
+  const auto no_map = nlohmann::json::parse(R"({"vliw_floors": {"source": "x"}})");
+  EXPECT_EQ(error_of([&] { vliw_floors_of(no_map, "r.json"); }),
+            "r.json: 'vliw_floors' has no 'cycles' map of instruction -> cycles");
+  EXPECT_TRUE(vliw_floors_of(nlohmann::json::parse("{}"), "r.json").empty());
+  // Floors are applied when asked, and asking for a compile that recorded none is an error.
+  EXPECT_EQ(import_hlo(kData + "qk_repeat").vliw_floored_kernels, 0);
+  EXPECT_EQ(error_of([&] { import_hlo(kData + "dot_tanh", true); }),
+            kData +
+                "dot_tanh: --vliw-floors: the compile recorded no VLIW floors (compile it with "
+                "--vliw-floors)");
 }
 
 TEST(HloImport, TheMaxTextMainPathsSolveAndScanAsCompiled) {

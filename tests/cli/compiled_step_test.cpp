@@ -99,7 +99,8 @@ TEST_F(Cli, TheCompilersPeakStandsBesideTheModels) {
 }
 
 // A compiled step that holds its optimized HLO (scripts/compile_steps.sh, with the run's flags):
-// `run` simulates that program beside the step model, the same time `run --hlo` gives it.
+// `run` simulates that program beside the step model, the same time `run --hlo` gives its record;
+// with --vliw-floors each op lasts at least its recorded VLIW schedule, which takes longer.
 TEST_F(Cli, TheCompiledProgramIsSimulatedBesideTheStepModel) {
   const std::string steps = std::string(TPUSIM_SOURCE_DIR) + "/scenarios/compiled/steps/";
   const std::string scenario =
@@ -111,11 +112,18 @@ TEST_F(Cli, TheCompiledProgramIsSimulatedBesideTheStepModel) {
             std::string::npos)
       << r.out;
   const auto j = nlohmann::json::parse(slurp(path("s.json")));
-  r = run("run --hlo " + steps + "c3_41_v5e_maxtext-16b.hlo.gz --chip v5e --json " +
-          path("h.json"));
+  r = run("run --hlo " + steps + "c3_41_v5e_maxtext-16b.json --json " + path("h.json"));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto h = nlohmann::json::parse(slurp(path("h.json")));
   EXPECT_EQ(j["compiled_program_s"], h["time_s"]);
+  CmdResult floored = run("run --hlo " + steps +
+                          "c3_41_v5e_maxtext-16b.json --vliw-floors --json " + path("f.json"));
+  ASSERT_EQ(floored.status, 0) << floored.err;
+  EXPECT_NE(floored.out.find("the compiled VLIW schedule as a floor (libtpu 0.0.42.1 final "
+                             "bundles): "),
+            std::string::npos)
+      << floored.out;
+  EXPECT_GT(nlohmann::json::parse(slurp(path("f.json")))["time_s"], h["time_s"]);
   EXPECT_NE(j["compiled_program_s"], j["step_time_s"]);  // a second prediction, not a copy
   // The layer loop's FSDP gathers are in it: collectives over 256 chips.
   EXPECT_NE(r.out.find("while while."), std::string::npos) << r.out;

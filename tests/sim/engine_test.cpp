@@ -70,6 +70,22 @@ TEST(Engine, ACarrierRunsItsSetupLoopBeforeItsFirstFetch) {
   EXPECT_EQ(total_of(r), r.cycles);
 }
 
+// The compiled VLIW schedule's length is a floor on a call: 1000 cycles beyond the 818 the units
+// take are waited out at its end as vliw_schedule; a floor below 818 changes nothing.
+TEST(Engine, ACallLastsAtLeastItsCompiledSchedule) {
+  Kernel floored = *testing::one_matmul_kernel();
+  floored.vliw_floor_cycles = 1818;
+  const RunResult r = simulate_kernel(round_chip(), std::make_shared<const Kernel>(floored));
+  EXPECT_EQ(r.cycles, 1818);
+  EXPECT_EQ(time_of(r, Cause::vliw_schedule), 1000);
+  EXPECT_EQ(time_of(r, Cause::dma_wait), (199 - 50) + (818 - 586));
+  EXPECT_EQ(total_of(r), r.cycles);
+  floored.vliw_floor_cycles = 500;
+  const RunResult below = simulate_kernel(round_chip(), std::make_shared<const Kernel>(floored));
+  EXPECT_EQ(below.cycles, 818);
+  EXPECT_EQ(time_of(below, Cause::vliw_schedule), 0);
+}
+
 TEST(Engine, DmaBoundKernelHidesComputeBehindTransfers) {
   // y = 2x over [1024, 1024] f32 in two blocks of 512 rows (2 MiB = 2097.152 HBM cycles each; the
   // pipe is held for the fraction, a requester sees its data at the next whole cycle).
