@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
     for sp in (co, st):
         sp.add_argument("--vliw-floors", action="store_true",
                         help="record each op's VLIW schedule length from libtpu's final bundles "
-                             "(tpusim's import takes it as a floor on the op's time)")
+                             "(`tpusim run --hlo --vliw-floors` takes it as the op's least time)")
     pr = sub.add_parser("profile", help="run MODULE:FUNCTION under jax.profiler on this "
                                          "machine's device and keep its Perfetto trace")
     function_args(pr)

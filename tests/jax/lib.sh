@@ -11,7 +11,7 @@ trap 'cat "$dir"/log "$dir"/err 2>/dev/null' ERR
 
 # libtpu's flags that dump the final VLIW bundles of every compiled program into DIR.
 bundles_flags() {  # DIR
-  echo "--xla_jf_dump_to=$1 --xla_jf_dump_llo_text=true --xla_jf_dump_llo_pass_label_regex=final_bundles"
+  $py -c "import sys; from tpusim_jax.bundles import dump_flags; print(dump_flags(sys.argv[1]))" "$1"
 }
 
 # The inversion ladder (python/examples/gdn_invert_ladder.py) compiled for TOPOLOGY on the f32 input
