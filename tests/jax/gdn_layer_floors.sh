@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Re-derives docs/kernels/gdn.md, "The layer against its compiled program": one GDN decoder layer
 # of C1's heads build (python/examples/gdn_layer_train.py) compiled for v5e with --vliw-floors
-# simulates at 81.9 ms with its ops' VLIW floors, 5.2 ms of it the floors (the projections' and
-# the MLP's dot fusions, whose fused vector work outlasts their MXU pushes), beside the step
-# model's "gdn layer" compute for C1 heads, which it prints.
+# simulates at 81.9 ms with its ops' VLIW floors, 5.2 ms of it the floors as bundles.py counts them
+# (the projections' and the MLP's dot fusions; an upper figure, their output-tile epilogues counted
+# on every trip), beside the step model's "gdn layer" compute for C1 heads, which it prints.
 # Usage: gdn_layer_floors.sh TPUSIM SOURCE_DIR
 source "$(dirname "$0")/lib.sh" "$@"
 
